@@ -1,0 +1,56 @@
+# Concord — `make run` and `make test` work on a fresh machine (they install into .venv first).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install lint worker web migrate demo browser clean
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# The CPU build of torch first, so that nothing later pulls the CUDA packages.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet ".[test]"
+	touch $(INSTALLED)
+
+install: $(INSTALLED)
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py load_demo
+
+## run: install, migrate, load the demo, and serve web + worker on http://$(HOST):$(PORT)
+run: demo
+	@echo "Concord on http://$(HOST):$(PORT)/ (Ctrl-C stops web and worker)"
+	@trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	$(PY) -m celery -A config worker --loglevel=INFO --concurrency=2 & worker=$$!; \
+	$(PY) manage.py runserver $(HOST):$(PORT) --noreload
+
+worker: install
+	$(PY) -m celery -A config worker --loglevel=INFO
+
+web: install
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## browser: Debian's chromium for the Playwright tests (Playwright cannot download browsers here)
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is missing: run 'sudo apt-get install -y chromium'"; fi; }
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+## test: lint, migrations check, then pytest (PostgreSQL/Redis on 127.0.0.1 when reachable)
+test: install browser lint
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,30 @@
+"""The four roles of annotation.md §Roles. Staff is Django's is_staff; the others are groups."""
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+ANNOTATOR = "annotator"
+RESEARCHER = "researcher"
+STUDY_AUTHOR = "study_author"
+GROUP_ROLES = (ANNOTATOR, RESEARCHER, STUDY_AUTHOR)
+
+
+def user_roles(user: AbstractBaseUser | AnonymousUser) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    cached = getattr(user, "_concord_roles", None)
+    if cached is None:
+        cached = set(user.groups.filter(name__in=GROUP_ROLES).values_list("name", flat=True))
+        if user.is_staff:
+            cached.add("staff")
+        user._concord_roles = cached
+    return cached
+
+
+def has_role(user, role: str) -> bool:
+    """Staff hold every role."""
+    roles = user_roles(user)
+    return "staff" in roles or role in roles
+
+
+def roles_context(request):
+    return {"user_roles": user_roles(request.user)}

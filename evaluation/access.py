@@ -1,0 +1,59 @@
+"""Object-level access to benchmarks and dialogues: every view goes through these.
+
+Strangers get 404 (the object's existence is not revealed); users who may read but not write
+get 403 on writes. Hidden-split dialogues carry gold answers, so only staff and the
+benchmark's owner may open them.
+"""
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from .models import Benchmark, Dialogue, Item, Job, Split
+
+
+def benchmarks_for_user(user) -> QuerySet[Benchmark]:
+    if user.is_staff:
+        return Benchmark.objects.all()
+    if user.is_authenticated:
+        return Benchmark.objects.filter(Q(is_public=True) | Q(owner=user))
+    return Benchmark.objects.filter(is_public=True)
+
+
+def can_manage_benchmark(user, benchmark: Benchmark) -> bool:
+    return user.is_staff or (user.is_authenticated and benchmark.owner_id == user.pk)
+
+
+def get_benchmark_for_user(user, slug: str, *, write: bool = False) -> Benchmark:
+    benchmark = benchmarks_for_user(user).filter(slug=slug).first()
+    if benchmark is None:
+        raise Http404("No such benchmark.")
+    if write and not can_manage_benchmark(user, benchmark):
+        raise PermissionDenied("Only the benchmark's owner can change it.")
+    return benchmark
+
+
+def get_dialogue_for_user(user, benchmark: Benchmark, external_id: str) -> Dialogue:
+    dialogue = benchmark.dialogues.filter(external_id=external_id).first()
+    if dialogue is None:
+        raise Http404("No such dialogue.")
+    if dialogue.split == Split.HIDDEN and not can_manage_benchmark(user, benchmark):
+        raise Http404("No such dialogue.")
+    return dialogue
+
+
+def get_item_for_user(user, benchmark: Benchmark, external_id: str) -> Item:
+    item = benchmark.items.filter(external_id=external_id).first()
+    if item is None:
+        raise Http404("No such item.")
+    return item
+
+
+def get_job_for_user(user, job_id: int) -> Job:
+    """Jobs are private to whoever started them (and staff)."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None or not user.is_authenticated:
+        raise Http404("No such job.")
+    if not (user.is_staff or job.created_by_id == user.pk):
+        raise Http404("No such job.")
+    return job

@@ -1,0 +1,54 @@
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
+from evaluation.models import Benchmark
+
+DEMO_SLUG = "demo-tourism"
+DEMO_PASSWORD = "concord-demo"
+DEMO_ACCOUNTS = (
+    # username, groups, is_staff
+    ("staff", (), True),
+    ("author", (STUDY_AUTHOR,), False),
+    ("researcher", (RESEARCHER,), False),
+    ("annotator", (ANNOTATOR,), False),
+    ("annotator2", (ANNOTATOR,), False),
+)
+
+
+class Command(BaseCommand):
+    help = "Load the demo: generated tourism benchmark and one account per role (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--seed", type=int, default=42)
+
+    def handle(self, seed, **options):
+        if settings.PRODUCTION:
+            raise CommandError("load_demo creates accounts with a known password; "
+                               "it refuses to run when DJANGO_ENV=production")
+        if not Benchmark.objects.filter(slug=DEMO_SLUG).exists():
+            bundle_dir = Path(settings.VAR_DIR) / "demo" / f"bundle-seed{seed}"
+            call_command("make_demo_benchmark", str(bundle_dir), seed=seed, stdout=self.stdout)
+            call_command("import_benchmark", str(bundle_dir), stdout=self.stdout)
+        else:
+            self.stdout.write(f"Benchmark {DEMO_SLUG} already loaded.")
+        self._accounts()
+
+    def _accounts(self):
+        User = get_user_model()
+        lines = []
+        for username, groups, is_staff in DEMO_ACCOUNTS:
+            user, created = User.objects.get_or_create(username=username)
+            if created:
+                user.set_password(DEMO_PASSWORD)
+            user.is_staff = user.is_superuser = is_staff
+            user.save()
+            user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in groups])
+            role = "staff (admin)" if is_staff else ", ".join(groups)
+            lines.append(f"  {username:<12} {DEMO_PASSWORD:<14} {role}")
+        self.stdout.write("Demo accounts (username, password, role):\n" + "\n".join(lines))

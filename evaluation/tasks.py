@@ -1,0 +1,24 @@
+"""Celery tasks of the evaluation app: thin wrappers that take ids and call one service."""
+
+from celery import shared_task
+
+from .formats.errors import FormatError
+from .jobs import job_begin, job_finish, job_progress
+from .services import benchmark_import
+
+
+@shared_task(acks_late=True)
+def import_benchmark_job(job_id: int) -> None:
+    job = job_begin(job_id)
+    if job is None:
+        return
+    try:
+        benchmark = benchmark_import(
+            path=job.params["path"], replace=job.params.get("replace", False),
+            owner=job.created_by,
+            progress=lambda stage, done, total: job_progress(job_id, stage, done, total),
+        )
+    except FormatError as exc:
+        job_finish(job_id, error=str(exc))
+        return
+    job_finish(job_id, result={"benchmark": benchmark.slug})

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("benchmarks/", views.benchmark_list, name="benchmark_list"),
+    path("benchmarks/<slug:slug>/", views.benchmark_detail, name="benchmark_detail"),
+    path("benchmarks/<slug:slug>/dialogues/<str:dialogue_id>/", views.dialogue_detail,
+         name="dialogue_detail"),
+    path("benchmarks/<slug:slug>/items/<str:item_id>/", views.item_detail, name="item_detail"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
+]

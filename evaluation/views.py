@@ -1,0 +1,72 @@
+"""Benchmark pages: list, overview, dialogue viewer, item page."""
+
+from django.core.paginator import Paginator
+from django.shortcuts import render
+
+from . import selectors
+from .access import (
+    benchmarks_for_user,
+    can_manage_benchmark,
+    get_benchmark_for_user,
+    get_dialogue_for_user,
+    get_item_for_user,
+    get_job_for_user,
+)
+from .jobs import jobs_fail_stale
+from .models import Split
+
+
+def home(request):
+    benchmarks = benchmarks_for_user(request.user)
+    return render(request, "evaluation/home.html", {"benchmarks": benchmarks})
+
+
+def benchmark_list(request):
+    benchmarks = benchmarks_for_user(request.user)
+    rows = [(b, selectors.benchmark_summary(benchmark=b, include_hidden=False)) for b in benchmarks]
+    return render(request, "evaluation/benchmark_list.html", {"rows": rows})
+
+
+def benchmark_detail(request, slug):
+    benchmark = get_benchmark_for_user(request.user, slug)
+    include_hidden = can_manage_benchmark(request.user, benchmark)
+    split = request.GET.get("split") or None
+    difficulty = request.GET.get("difficulty") or None
+    if split == Split.HIDDEN and not include_hidden:
+        split = None
+    dialogues = selectors.dialogue_list(benchmark=benchmark, include_hidden=include_hidden,
+                                        split=split, difficulty=difficulty)
+    page = Paginator(dialogues, 25).get_page(request.GET.get("page"))
+    context = {
+        "benchmark": benchmark,
+        "summary": selectors.benchmark_summary(benchmark=benchmark, include_hidden=include_hidden),
+        "page": page,
+        "split": split,
+        "difficulty": difficulty,
+    }
+    if request.htmx:
+        return render(request, "evaluation/_dialogue_table.html", context)
+    return render(request, "evaluation/benchmark_detail.html", context)
+
+
+def dialogue_detail(request, slug, dialogue_id):
+    benchmark = get_benchmark_for_user(request.user, slug)
+    dialogue = get_dialogue_for_user(request.user, benchmark, dialogue_id)
+    context = {"benchmark": benchmark, "dialogue": dialogue,
+               **selectors.dialogue_detail(dialogue=dialogue)}
+    return render(request, "evaluation/dialogue_detail.html", context)
+
+
+def item_detail(request, slug, item_id):
+    benchmark = get_benchmark_for_user(request.user, slug)
+    item = get_item_for_user(request.user, benchmark, item_id)
+    context = {"benchmark": benchmark, **selectors.item_detail(item=item)}
+    return render(request, "evaluation/item_detail.html", context)
+
+
+def job_detail(request, job_id):
+    """A job's progress; HTMX polls the `_job_progress.html` fragment until it finishes."""
+    jobs_fail_stale()
+    job = get_job_for_user(request.user, job_id)
+    template = "evaluation/_job_progress.html" if request.htmx else "evaluation/job_detail.html"
+    return render(request, template, {"job": job})

@@ -1,0 +1,57 @@
+"""Test personas and shared fixtures (healthchecks-style: owner, teammate, outsider…)."""
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
+from evaluation.services import benchmark_import
+from tests.support.bundles import write_tiny
+
+PASSWORD = "pw-for-tests-123"
+
+
+def _user(username, *roles, staff=False) -> User:
+    user = User.objects.create_user(username, password=PASSWORD, is_staff=staff,
+                                    is_superuser=staff)
+    user.groups.add(*[Group.objects.get_or_create(name=role)[0] for role in roles])
+    return user
+
+
+@pytest.fixture
+def staff(db):
+    return _user("staff", staff=True)
+
+
+@pytest.fixture
+def author(db):
+    return _user("author", STUDY_AUTHOR)
+
+
+@pytest.fixture
+def researcher(db):
+    return _user("researcher", RESEARCHER)
+
+
+@pytest.fixture
+def annotator(db):
+    return _user("annotator", ANNOTATOR)
+
+
+@pytest.fixture
+def other_annotator(db):
+    return _user("annotator2", ANNOTATOR)
+
+
+@pytest.fixture
+def outsider(db):
+    return _user("outsider")
+
+
+@pytest.fixture
+def tiny_bundle_dir(tmp_path):
+    return write_tiny(tmp_path / "tiny")
+
+
+@pytest.fixture
+def tiny_benchmark(db, tiny_bundle_dir):
+    return benchmark_import(path=tiny_bundle_dir)
