@@ -1,14 +1,12 @@
 """The four roles of annotation.md §Roles. Staff is Django's is_staff; the others are groups."""
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-
 ANNOTATOR = "annotator"
 RESEARCHER = "researcher"
 STUDY_AUTHOR = "study_author"
 GROUP_ROLES = (ANNOTATOR, RESEARCHER, STUDY_AUTHOR)
 
 
-def user_roles(user: AbstractBaseUser | AnonymousUser) -> set[str]:
+def user_roles(user) -> set[str]:
     if not user.is_authenticated:
         return set()
     cached = getattr(user, "_concord_roles", None)

@@ -1,16 +1,17 @@
 """Test personas and shared fixtures (healthchecks-style: owner, teammate, outsider…)."""
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
-from evaluation.services import benchmark_import
 from tests.support.bundles import write_tiny
 
 PASSWORD = "pw-for-tests-123"
 
 
-def _user(username, *roles, staff=False) -> User:
+def _user(username, *roles, staff=False):
+    # Imported here so that pure-computation tests run without Django (-p no:django).
+    from django.contrib.auth.models import Group, User
+
     user = User.objects.create_user(username, password=PASSWORD, is_staff=staff,
                                     is_superuser=staff)
     user.groups.add(*[Group.objects.get_or_create(name=role)[0] for role in roles])
@@ -54,4 +55,6 @@ def tiny_bundle_dir(tmp_path):
 
 @pytest.fixture
 def tiny_benchmark(db, tiny_bundle_dir):
+    from evaluation.services import benchmark_import
+
     return benchmark_import(path=tiny_bundle_dir)

@@ -158,8 +158,18 @@ def _number(value):
     return value
 
 
+def _sorted_free_form(value):
+    """Free-form objects (scenario, attributes) get sorted keys: PostgreSQL's jsonb does not
+    keep key order, so only a sorted form survives a round trip through the database."""
+    if isinstance(value, dict):
+        return {key: _sorted_free_form(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_free_form(v) for v in value]
+    return _number(value)
+
+
 def _ordered(record: dict, keys: list[str]) -> dict:
-    return {key: _number(record[key]) for key in keys if key in record}
+    return {key: _sorted_free_form(record[key]) for key in keys if key in record}
 
 
 def canonical_dialogue(dialogue: dict) -> dict:

@@ -227,3 +227,13 @@ def test_command_line_exits_1_with_the_error_on_stderr(tmp_path):
                             cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert result.returncode == 1
     assert "dialogues.jsonl:2: $: malformed JSON" in result.stderr
+
+
+@pytest.mark.django_db
+def test_demo_benchmark_round_trips_exactly(tmp_path):
+    call_command("make_demo_benchmark", str(tmp_path / "demo"), "--seed", "7",
+                 stdout=io.StringIO())
+    call_command("import_benchmark", str(tmp_path / "demo"), "--no-progress", stdout=io.StringIO())
+    call_command("export_benchmark", "demo-tourism", str(tmp_path / "out"), stdout=io.StringIO())
+    for name in ("benchmark.json", "items.jsonl", "reviews.jsonl", "dialogues.jsonl"):
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "demo" / name).read_bytes()

@@ -1,0 +1,166 @@
+"""One-paragraph method texts for every statistic (spec: statistics.md "Exports"; the long form
+is docs/statistics.md).
+
+Each key is the ``method`` string that the statistics functions put on their results
+(``Estimate.method``, ``Correlation.method``, ``PairedTest.method``), so an export can print, next
+to every number, how it was computed.
+"""
+
+from __future__ import annotations
+
+_BOOTSTRAP = (
+    "The 95% interval is a percentile bootstrap: B = 1000 resamples with replacement drawn from a "
+    "fixed seed (42), reading the 2.5th and 97.5th percentiles with linear interpolation."
+)
+
+METHOD_DESCRIPTIONS: dict[str, str] = {
+    "krippendorff_alpha": (
+        "Krippendorff's alpha = 1 − D_o / D_e, where D_o is the mean disagreement between two "
+        "values given to the same unit and D_e the mean disagreement between any two values. "
+        "Only pairable values count (units rated by at least two annotators); missing ratings "
+        "are allowed. Disagreement is a level-specific distance: nominal (0 if equal, else 1), "
+        "ordinal (squared distance in cumulative value frequencies), interval (squared "
+        "difference), ratio (squared difference over sum), or MASI for sets of labels. n gives "
+        "pairable units, annotators and pairable values. Undefined with fewer than two "
+        "annotators, no pairable values, or no variation. CIs resample units. " + _BOOTSTRAP
+    ),
+    "masi_distance": (
+        "MASI distance between two label sets (e.g. two answers to the error checklist): "
+        "1 − Jaccard × m, where Jaccard = |A∩B| / |A∪B| and m = 1 for identical sets, 0.67 when "
+        "one contains the other, 0.33 when they overlap otherwise and 0 when disjoint "
+        '(Passonneau 2006, as in NLTK). It is the distance used by alpha at level "masi".'
+    ),
+    "leave_one_annotator_out": (
+        "Krippendorff's alpha of each field recomputed without one annotator (or a pair), with "
+        "the mean over fields. Pairs are listed by the mean alpha after removing them, highest "
+        "first, so the pairs that lower agreement most come first. A diagnostic only: headline "
+        "agreement uses every annotator."
+    ),
+    "annotator_diagnostics": (
+        "Per annotator: mean rating per scale; mean absolute deviation between the annotator's "
+        "rating and the mean of the other annotators on the same item; flag rate (share of "
+        "answered checklists with at least one error category; 'No errors' is not a category); "
+        "mean number of error categories ticked; gold accuracy (share of gold items answered "
+        "as expected)."
+    ),
+    "pairwise_pearson": (
+        "Pearson's r between every pair of annotators on the units both rated, averaged over "
+        "the pairs (FACE style). Pairs with fewer than three shared units or a constant rating "
+        "are skipped; n counts the pairs used and skipped."
+    ),
+    "pairwise_spearman": (
+        "Spearman's rho between every pair of annotators on the units both rated, averaged "
+        "over the pairs (FACE style); same pair rules as the pairwise Pearson."
+    ),
+    "cohen_kappa": (
+        "Cohen's kappa between two annotators (scikit-learn): (p_o − p_e) / (1 − p_e), "
+        "observed agreement corrected by the agreement expected from each annotator's label "
+        "frequencies; optionally linear or quadratic weights. Items missing for either "
+        "annotator are dropped. Undefined when fewer than two items remain or only one label "
+        "was ever used."
+    ),
+    "quadratic_weighted_kappa": (
+        "Cohen's kappa with quadratic weights (scikit-learn cohen_kappa_score, "
+        "weights='quadratic'): disagreements cost the squared distance between the two scale "
+        "points, so near misses count less. Used to compare an LLM judge's factor scores with "
+        "human scores on the same scale (CoRE) and to choose the best judge per factor."
+    ),
+    "majority_vote": (
+        "The most frequent label per item; when the top count is shared the item is a tie, "
+        "reported in the tie count (and, for citations, resolved to Partial)."
+    ),
+    "citation_precision": (
+        "Per system: each quoted span gets the majority label of its annotators (Supported, "
+        "Partial, Not supported; a tie counts as Partial, the guidelines' answer when unsure); "
+        "precision = Supported quotes / all quotes, e.g. 40 / 44 = 0.909. Partial counts "
+        "against precision. When quotes carry their dialogue, the CI is a cluster bootstrap "
+        "over dialogues. " + _BOOTSTRAP
+    ),
+    "mean_pairwise_jaccard": (
+        "Blind recommendation: for every pair of annotators on the same dialogue, the Jaccard "
+        "index |A∩B| / |A∪B| of their selected item sets, averaged over all pairs of all "
+        "dialogues; n counts the pairs."
+    ),
+    "strict_majority_share": (
+        "Blind recommendation: share of dialogues where at least one item was picked by more "
+        "than half of the dialogue's annotators."
+    ),
+    "majority_gold_agreement": (
+        "Blind recommendation: among dialogues with a strict-majority pick and a gold answer, "
+        "the share whose most-picked item is a gold (or accepted alternative) item."
+    ),
+    "pearson": (
+        "Pearson's r (scipy.stats.pearsonr) between two score lists joined on their shared "
+        "units, with a two-sided p-value. Undefined with fewer than three shared units or a "
+        "constant side."
+    ),
+    "spearman": (
+        "Spearman's rho (scipy.stats.spearmanr): Pearson's r of the ranks, ties given their "
+        "mean rank, with a two-sided p-value, on the shared units."
+    ),
+    "kendall": (
+        "Kendall's tau-b (scipy.stats.kendalltau, variant b): concordant minus discordant "
+        "pairs, corrected for ties on either side, with a two-sided p-value, on the shared "
+        "units."
+    ),
+    "system_level_correlation": (
+        "System ranking correlation: the mean score of each system on the units both the "
+        "metric and the humans scored, then Spearman and Kendall tau-b over systems; n is the "
+        "number of systems."
+    ),
+    "inter_factor_kendall": (
+        "CoRE coupling analysis: Kendall's tau-b between every pair of factors scored by one "
+        "rater type (the humans, or one LLM judge), on the units both factors have; the mean "
+        "absolute off-diagonal value summarises how much the factors move together."
+    ),
+    "sample_efficiency": (
+        "System-ranking correlation against the human ranking (all human-rated dialogues) when "
+        "the metric sees only k dialogues per system, drawn without replacement; repeated 200 "
+        "times per k from a fixed seed, reporting the mean and the 2.5–97.5 percentile range."
+    ),
+    "correlation_bootstrap_ci": (
+        "A correlation with a percentile-bootstrap CI: the shared units (or their dialogues) "
+        "are resampled and the coefficient recomputed; resamples where it is undefined are "
+        "skipped and counted. " + _BOOTSTRAP
+    ),
+    "evaluator_correlation": (
+        "Metric leaderboard: each evaluator's correlation with the human scores, with a "
+        "bootstrap CI; all evaluators are recomputed on the same resampled units, and an "
+        "evaluator's rank is 1 + the number of evaluators whose correlation is significantly "
+        "higher (the 95% CI of the difference excludes 0). " + _BOOTSTRAP
+    ),
+    "cluster_bootstrap_mean": (
+        "A leaderboard mean over units (e.g. system turns) with a cluster bootstrap CI: whole "
+        "dialogues are resampled with replacement, because turns of one dialogue are "
+        "correlated, and the unit-weighted mean is recomputed. Every system uses the same "
+        "dialogue draws. n gives units and dialogues. " + _BOOTSTRAP
+    ),
+    "paired_cluster_bootstrap_difference": (
+        "Difference mean(A) − mean(B) over the dialogues both systems answered, with a paired "
+        "cluster bootstrap CI: each resample draws dialogues once and recomputes both means on "
+        "that draw. The difference is significant when its 95% CI excludes 0. " + _BOOTSTRAP
+    ),
+    "tie_aware_rank": (
+        "A system's rank is 1 + the number of systems significantly better than it on that "
+        "metric (paired cluster bootstrap CI of the difference excluding 0, in the metric's "
+        "better direction); systems that cannot be told apart share a rank."
+    ),
+    "paired_t_test": (
+        "Per-dialogue paired t-test (scipy.stats.ttest_rel, two-sided): each system's unit "
+        "values are averaged per dialogue and the test runs on the dialogues both systems "
+        "have; n is that number of dialogues. Undefined with fewer than two dialogues or when "
+        "the per-dialogue differences do not vary."
+    ),
+    "elo": (
+        "Online Elo over pairwise votes in time order: every system starts at 1000; after a "
+        "vote, R_A += 16 × (S_A − E_A) and R_B −= the same amount, with S_A = 1, 0 or 0.5 for "
+        "a tie and E_A = 1 / (1 + 10^((R_B − R_A) / 400)). CI: votes resampled with replacement "
+        "and replayed in time order. " + _BOOTSTRAP
+    ),
+    "bradley_terry": (
+        "Bradley–Terry maximum likelihood: P(i beats j) = 1 / (1 + e^(θ_j − θ_i)), ties as half "
+        "a win for each side, fitted by Newton's method and shown as 1000 + 400 × log10 of the "
+        "strength (mean 1000). Undefined when some group of systems never won against the "
+        "rest (the likelihood has no maximum). CI: votes resampled with replacement. " + _BOOTSTRAP
+    ),
+}

@@ -1,0 +1,228 @@
+"""Krippendorff's alpha: Krippendorff (2011) reference values, MASI, undefined cases, and
+property tests against the ``krippendorff`` package."""
+
+import time
+
+import krippendorff
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evaluation.stats.agreement import alpha_with_ci, compute_alpha
+from evaluation.stats.alpha import (
+    _coincidence_parts,
+    alpha_parts,
+    masi_distance,
+    prepare,
+)
+
+_ = None
+EXAMPLE_C = [
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, _, _, _],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, _, 3],
+    [_, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, _],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, _],
+]
+EXAMPLE_B = [
+    [1, 1, 2, 2, 4, 3, 3, 3, 5, 4, 4, 1],
+    [2, 1, 2, 2, 2, 3, 3, 3, 5, 4, 4, 4],
+]
+
+
+def test_alpha_reproduces_krippendorff_2011_example_c_nominal():
+    assert round(compute_alpha(EXAMPLE_C, "nominal").value, 3) == 0.743
+
+
+def test_alpha_reproduces_krippendorff_2011_example_c_ordinal():
+    assert round(compute_alpha(EXAMPLE_C, "ordinal").value, 3) == 0.815
+
+
+def test_alpha_reproduces_krippendorff_2011_example_c_interval():
+    assert round(compute_alpha(EXAMPLE_C, "interval").value, 3) == 0.849
+
+
+def test_alpha_reproduces_krippendorff_2011_example_c_ratio():
+    assert round(compute_alpha(EXAMPLE_C, "ratio").value, 3) == 0.797
+
+
+def test_alpha_reproduces_krippendorff_2011_example_b_two_observers_nominal():
+    assert round(compute_alpha(EXAMPLE_B, "nominal").value, 3) == 0.692
+
+
+def test_alpha_reports_pairable_units_annotators_and_values():
+    estimate = compute_alpha(EXAMPLE_C, "interval")
+    # Unit 12 has a single value, so 11 of 12 units and 40 of 41 values are pairable.
+    assert estimate.n == {
+        "units": 11,
+        "units_total": 12,
+        "annotators": 4,
+        "pairable_values": 40,
+    }
+    assert estimate.method == "krippendorff_alpha"
+    assert estimate.params["level"] == "interval"
+
+
+def test_alpha_accepts_string_labels_for_nominal_and_ordered_labels_for_ordinal():
+    words = {1: "very low", 2: "low", 3: "mid", 4: "high", 5: "very high"}
+    labelled = [[words.get(v) for v in row] for row in EXAMPLE_C]
+    assert round(compute_alpha(labelled, "nominal").value, 3) == 0.743
+    ordinal = compute_alpha(labelled, "ordinal", value_order=list(words.values()))
+    assert round(ordinal.value, 3) == 0.815
+
+
+def test_alpha_accepts_nan_as_missing():
+    as_array = np.array(EXAMPLE_C, dtype=float)
+    assert compute_alpha(as_array, "interval").value == pytest.approx(0.8491071428571428)
+
+
+def test_alpha_is_undefined_with_one_annotator():
+    estimate = compute_alpha([[1, 2, 3]], "interval")
+    assert estimate.value is None
+    assert "fewer than two annotators" in estimate.undefined_reason
+
+
+def test_alpha_is_undefined_without_pairable_values():
+    estimate = compute_alpha([[1, None, 3], [None, 2, None]], "nominal")
+    assert estimate.value is None
+    assert "no pairable values" in estimate.undefined_reason
+
+
+def test_alpha_is_undefined_when_everyone_gives_the_same_value():
+    estimate = compute_alpha([[3, 3, 3], [3, 3, None]], "interval")
+    assert estimate.value is None
+    assert "no variation" in estimate.undefined_reason
+    assert "NaN" not in str(estimate.to_dict())
+
+
+def test_alpha_is_one_for_perfect_agreement_and_rejects_unknown_levels():
+    assert compute_alpha([[1, 2, 3], [1, 2, 3]], "ordinal").value == 1.0
+    with pytest.raises(ValueError):
+        compute_alpha([[1, 2], [1, 2]], "cardinal")
+
+
+def test_masi_distance_matches_nltk_values():
+    assert masi_distance({1, 2}, {1, 2, 3, 4}) == pytest.approx(0.665)
+    assert masi_distance({"a"}, {"a"}) == 0.0
+    assert masi_distance(set(), set()) == 0.0
+    assert masi_distance({"a", "b"}, {"b", "c"}) == pytest.approx(1 - 1 / 3 * 0.33)
+    assert masi_distance({"a"}, {"b"}) == 1.0
+    assert masi_distance(set(), {"a"}) == 1.0
+
+
+def test_masi_alpha_on_error_checklists_matches_hand_computation():
+    data = [
+        [{"vague"}, {"vague"}, {"wrong_item"}],
+        [{"vague"}, {"vague", "fabricated"}, {"factual"}],
+    ]
+    # Pairable values: 3 × {vague}, {vague, fabricated}, {wrong_item}, {factual}.
+    # MASI({vague}, {vague, fabricated}) = 1 − ½·0.67 = 0.665; every other distinct pair is 1.
+    # D_o = (0 + 2·0.665 + 2·1) / 6 pairable values.
+    # D_e = 2·(3·0.665 + 3·1 + 3·1 + 1 + 1 + 1) / (6·5) over all ordered pairs of values.
+    expected = 1 - (3.33 / 6) / (21.99 / 30)
+    estimate = compute_alpha(data, "masi")
+    assert estimate.value == pytest.approx(expected)
+    assert estimate.params["level"] == "masi"
+
+
+def test_masi_alpha_treats_an_empty_set_as_an_answer_and_none_as_missing():
+    data = [[set(), {"vague"}, None], [set(), {"vague"}, {"vague"}]]
+    estimate = compute_alpha(data, "masi")
+    assert estimate.n["units"] == 2
+    assert estimate.value == 1.0
+
+
+def test_alpha_ci_resamples_units_with_a_fixed_seed():
+    first = alpha_with_ci(EXAMPLE_C, "interval", n_resamples=500, seed=1)
+    again = alpha_with_ci(EXAMPLE_C, "interval", n_resamples=500, seed=1)
+    assert first == again
+    assert first.ci_low < first.value < first.ci_high
+    assert first.params["resampled"] == "units"
+    assert first.params["valid_resamples"] <= 500
+
+
+def test_alpha_on_100000_units_by_10_annotators_is_fast():
+    rng = np.random.default_rng(0)
+    data = np.round(rng.normal(50, 15, size=(10, 100_000)), 2)
+    data[rng.random(data.shape) < 0.1] = np.nan
+    start = time.perf_counter()
+    estimate = compute_alpha(data, "interval")
+    assert time.perf_counter() - start < 2.0
+    assert estimate.n["units"] == 100_000
+
+
+# --- property tests against the krippendorff package -------------------------------------
+
+
+@st.composite
+def reliability_matrices(draw, positive=False, continuous=False):
+    observers = draw(st.integers(2, 6))
+    units = draw(st.integers(2, 20))
+    if continuous:
+        values = st.floats(0.5 if positive else -5, 10, allow_nan=False).map(lambda v: round(v, 2))
+    else:
+        values = st.integers(1 if positive else 0, 6)
+    cell = st.one_of(st.none(), values, values, values)
+    rows = draw(
+        st.lists(
+            st.lists(cell, min_size=units, max_size=units), min_size=observers, max_size=observers
+        )
+    )
+    return np.array(rows, dtype=float)
+
+
+def _package_alpha(matrix, level):
+    present = ~np.isnan(matrix)
+    if not (present.sum(axis=0) >= 2).any() or len(np.unique(matrix[present])) < 2:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = krippendorff.alpha(reliability_data=matrix, level_of_measurement=level)
+    return float(value) if np.isfinite(value) else None
+
+
+def _assert_same_as_package(matrix, level):
+    expected = _package_alpha(matrix, level)
+    ours = compute_alpha(matrix, level).value
+    if expected is None:
+        assert ours is None or ours == pytest.approx(1.0)
+    else:
+        assert ours == pytest.approx(expected, abs=1e-9, rel=1e-9)
+
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(reliability_matrices(), st.sampled_from(["nominal", "ordinal", "interval"]))
+def test_alpha_equals_krippendorff_package_on_random_integer_data(matrix, level):
+    _assert_same_as_package(matrix, level)
+
+
+@PROPERTY
+@given(reliability_matrices(positive=True))
+def test_ratio_alpha_equals_krippendorff_package_on_random_data(matrix):
+    _assert_same_as_package(matrix, "ratio")
+
+
+@PROPERTY
+@given(
+    reliability_matrices(continuous=True, positive=True),
+    st.sampled_from(["nominal", "ordinal", "interval", "ratio"]),
+)
+def test_alpha_equals_krippendorff_package_on_random_continuous_data(matrix, level):
+    _assert_same_as_package(matrix, level)
+
+
+@PROPERTY
+@given(reliability_matrices(continuous=True))
+def test_interval_closed_form_equals_coincidence_matrix_formulation(matrix):
+    prepared = prepare(matrix, "interval")
+    present = ~np.isnan(matrix)
+    distinct, codes = np.unique(matrix[present], return_inverse=True)
+    code_matrix = np.full(matrix.shape, -1)
+    code_matrix[present] = codes
+    squared = (distinct[:, None] - distinct[None, :]) ** 2
+    closed, general = alpha_parts(prepared), _coincidence_parts(code_matrix, squared)
+    assert closed.pairable_values == general.pairable_values
+    assert closed.observed == pytest.approx(general.observed, rel=1e-9, abs=1e-9)
+    assert closed.expected == pytest.approx(general.expected, rel=1e-9, abs=1e-9)

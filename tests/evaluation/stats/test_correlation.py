@@ -1,0 +1,158 @@
+"""Metric–human correlation: item and system level, QWK, factor coupling, sample efficiency,
+bootstrap CIs and the evaluator leaderboard."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evaluation.stats.agreement import cohen_kappa
+from evaluation.stats.correlation import (
+    correlate,
+    correlation_with_ci,
+    coupling_by_rater,
+    inter_factor_kendall,
+    item_level_correlations,
+    quadratic_weighted_kappa,
+    rank_evaluators,
+    sample_efficiency_curve,
+    system_level_correlation,
+    unit_means,
+)
+
+SKLEARN_Y1 = [0] * 46 + [1] * 44 + [2] * 10
+SKLEARN_Y2 = [0] * 50 + [1] * 40 + [2] * 10
+
+
+def test_qwk_reproduces_scikit_learn_reference_values():
+    assert round(cohen_kappa(SKLEARN_Y1, SKLEARN_Y2).value, 4) == 0.9315
+    assert round(cohen_kappa(SKLEARN_Y1, SKLEARN_Y2, weights="linear").value, 4) == 0.9412
+    qwk = quadratic_weighted_kappa(SKLEARN_Y1, SKLEARN_Y2)
+    assert round(qwk.value, 4) == 0.9541
+    assert qwk.method == "quadratic_weighted_kappa" and qwk.n == {"units": 100}
+
+
+def test_item_correlation_hand_example_joins_on_shared_units():
+    metric = {"u1": 1.0, "u2": 2.0, "u3": 3.0, "only_metric": 9.0, "u4": None}
+    human = {"u3": 2.0, "u2": 3.0, "u1": 1.0, "u4": 5.0}
+    result = correlate(metric, human)
+    # x = 1, 2, 3 and y = 1, 3, 2: r = ρ = 0.5; τ_b = (2 concordant − 1 discordant) / 3.
+    assert result["pearson"].statistic == pytest.approx(0.5)
+    assert result["spearman"].statistic == pytest.approx(0.5)
+    assert result["kendall"].statistic == pytest.approx(1 / 3)
+    assert all(c.n == 3 for c in result.values())
+    assert result["pearson"].p_value == pytest.approx(stats.pearsonr([1, 2, 3], [1, 3, 2]).pvalue)
+
+
+def test_correlation_is_undefined_for_constant_scores_or_too_few_units():
+    constant = correlate({"a": 1, "b": 1, "c": 1}, {"a": 1, "b": 2, "c": 3})
+    assert constant["spearman"].statistic is None
+    assert "no variance" in constant["spearman"].undefined_reason
+    tiny = correlate({"a": 1, "b": 2}, {"a": 1, "b": 2})
+    assert tiny["kendall"].statistic is None and tiny["kendall"].n == 2
+
+
+def test_item_level_rows_per_aspect_pooled_and_per_subset():
+    metric = {
+        "relevance": {"u1": 1, "u2": 2, "u3": 3, "u4": 4},
+        "overall": {"u1": 4, "u2": 3, "u3": 2, "u4": 1},
+    }
+    human = {
+        "relevance": {"u1": 1, "u2": 2, "u3": 3, "u4": 4},
+        "overall": {"u1": 1, "u2": 2, "u3": 3, "u4": 4},
+        "unused": {"u1": 1},
+    }
+    subsets = {"u1": "ReDial", "u2": "ReDial", "u3": "ReDial", "u4": "OpenDialKG"}
+    rows = item_level_correlations(metric, human, subsets=subsets, methods=("spearman",))
+    table = {(row.aspect, row.subset): row.correlations["spearman"] for row in rows}
+    assert table[("relevance", "all")].statistic == pytest.approx(1.0)
+    assert table[("overall", "all")].statistic == pytest.approx(-1.0)
+    assert table[("pooled", "all")].n == 8
+    assert table[("relevance", "ReDial")].n == 3
+    assert table[("relevance", "OpenDialKG")].statistic is None  # one unit only
+    assert ("unused", "all") not in table
+
+
+def test_system_level_correlation_uses_system_means_of_shared_units():
+    systems = {f"{s}{i}": s for s in "ABC" for i in range(3)}
+    human = {unit: {"A": 1.0, "B": 2.0, "C": 3.0}[system] for unit, system in systems.items()}
+    metric = {
+        unit: value * 10 + (0.5 if unit.endswith("0") else 0) for unit, value in human.items()
+    }
+    result = system_level_correlation(metric, human, systems)
+    assert result["spearman"].statistic == pytest.approx(1.0)
+    assert result["kendall"].statistic == pytest.approx(1.0)
+    assert result["spearman"].n == 3
+    assert result["spearman"].params == {"level": "system", "units": 9}
+
+
+def test_inter_factor_kendall_matrix_is_symmetric_with_mean_absolute_coupling():
+    scores = {
+        "coherence": {"u1": 1, "u2": 2, "u3": 3, "u4": 4},
+        "naturalness": {"u1": 1, "u2": 2, "u3": 4, "u4": 3},
+        "novelty": {"u1": 4, "u2": 3, "u3": 2, "u4": 1},
+    }
+    matrix = inter_factor_kendall(scores)
+    values = np.array(matrix.values, dtype=float)
+    assert np.allclose(values, values.T)
+    assert np.allclose(np.diag(values), 1.0)
+    # τ_b: coherence–naturalness 4/6, coherence–novelty −1, naturalness–novelty −4/6.
+    assert values[0, 1] == pytest.approx(4 / 6)
+    assert matrix.mean_abs_off_diagonal == pytest.approx((4 / 6 + 1 + 4 / 6) / 3)
+    assert matrix.n[0][1] == 4
+    by_rater = coupling_by_rater({"humans": scores, "gpt": scores})
+    assert set(by_rater) == {"humans", "gpt"}
+
+
+def _system_scores(noise, noise_seed=1):
+    """Six systems × 30 dialogues of human scores (always the same) and a noisy metric."""
+    rng, noise_rng = np.random.default_rng(0), np.random.default_rng(noise_seed)
+    systems, human, metric = {}, {}, {}
+    for s in range(6):
+        for d in range(30):
+            unit = f"s{s}-d{d}"
+            systems[unit] = f"s{s}"
+            human[unit] = s + rng.normal(0, 1.0)
+            metric[unit] = human[unit] + noise_rng.normal(0, noise)
+    return metric, human, systems
+
+
+def test_sample_efficiency_curve_rises_towards_the_full_ranking_and_is_seeded():
+    metric, human, systems = _system_scores(noise=2.0)
+    curve = sample_efficiency_curve(metric, human, systems, sizes=(1, 5, 30), n_repeats=50)
+    assert [point.dialogues_per_system for point in curve] == [1, 5, 30]
+    assert curve[0].mean < curve[1].mean <= curve[2].mean
+    assert curve[2].ci_low == curve[2].ci_high  # all 30 dialogues: no sampling left
+    again = sample_efficiency_curve(metric, human, systems, sizes=(1, 5, 30), n_repeats=50)
+    assert curve == again
+
+
+def test_correlation_ci_contains_the_point_and_is_reproducible():
+    metric, human, _ = _system_scores(noise=1.0)
+    result = correlation_with_ci(metric, human, "spearman", n_resamples=300)
+    assert result.ci_low < result.statistic < result.ci_high
+    assert result == correlation_with_ci(metric, human, "spearman", n_resamples=300)
+    kendall = correlation_with_ci(metric, human, "kendall", n_resamples=100)
+    assert kendall.ci_low < kendall.statistic < kendall.ci_high
+
+
+def test_evaluator_leaderboard_ranks_the_better_aligned_evaluator_first():
+    good, human, _ = _system_scores(noise=0.3)
+    noisy, _, _ = _system_scores(noise=5.0)
+    close, _, _ = _system_scores(noise=0.3, noise_seed=2)
+    constant = dict.fromkeys(human, 1.0)
+    rows = rank_evaluators(
+        {"noisy": noisy, "good": good, "close": close, "constant": constant},
+        human,
+        n_resamples=300,
+    )
+    names = [row.system for row in rows]
+    assert names[:2] in (["good", "close"], ["close", "good"])
+    assert rows[0].rank == rows[1].rank == 1
+    assert (rows[2].system, rows[2].rank) == ("noisy", 3)
+    assert rows[3].system == "constant" and rows[3].estimate.value is None
+    assert rows[0].estimate.ci_low < rows[0].estimate.value < rows[0].estimate.ci_high
+
+
+def test_unit_means_average_annotators_and_skip_units_without_ratings():
+    means = unit_means({"u1": [1, 2, None], "u2": [None], "u3": [4]})
+    assert means == {"u1": 1.5, "u3": 4.0}
