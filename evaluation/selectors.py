@@ -92,13 +92,19 @@ def benchmark_summary(*, benchmark: Benchmark, include_hidden: bool) -> dict:
         "turns": turns.count(),
         "evaluated_turns": turns.filter(role="system", action__in=["recommend", "compare"]).count(),
         "rejections": turns.filter(action="reject_and_refine").count(),
-        "splits": [(name, splits.get(name, 0)) for name in benchmark.splits],
-        "difficulty": sorted(difficulty.items(), key=_difficulty_order),
-        "item_types": list(types.items()),
-        "cities": list(cities.items()),
+        "splits": bar_rows([(name, splits.get(name, 0)) for name in benchmark.splits]),
+        "difficulty": bar_rows(sorted(difficulty.items(), key=_difficulty_order)),
+        "item_types": bar_rows(list(types.items())),
+        "cities": bar_rows(list(cities.items())),
         "hidden_shown": include_hidden,
         "hidden_count": splits.get("hidden", 0),
     }
+
+
+def bar_rows(pairs: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
+    """(label, count, bar width in percent of the largest count) for a bar chart."""
+    top = max((count for _, count in pairs), default=0)
+    return [(label, count, round(100 * count / top) if top else 0) for label, count in pairs]
 
 
 _DIFFICULTY_RANK = {"easy": 0, "medium": 1, "hard": 2}
@@ -145,13 +151,16 @@ def dialogue_detail(*, dialogue: Dialogue) -> dict:
 
 
 def scenario_rows(scenario: dict) -> list[tuple[str, str]]:
-    """Flatten a free-form scenario dict into readable (key, text) rows."""
+    """Flatten a free-form scenario dict into readable (key, text) rows; list entries that are
+    objects go on lines of their own."""
 
     def text(value) -> str:
         if isinstance(value, dict):
-            return "; ".join(f"{k}: {text(v)}" for k, v in value.items())
+            return ", ".join(f"{k.replace('_', ' ')}: {text(v)}" for k, v in value.items()
+                             if v not in (None, "", [], {}))
         if isinstance(value, list):
-            return ", ".join(text(v) for v in value)
+            joiner = "\n" if any(isinstance(v, dict) for v in value) else ", "
+            return joiner.join(text(v) for v in value)
         return str(value)
 
     return [(key.replace("_", " "), text(value)) for key, value in scenario.items()]
