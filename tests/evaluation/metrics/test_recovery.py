@@ -1,0 +1,67 @@
+"""TSR, T2R and rejection recovery."""
+
+from evaluation.metrics.recovery import (
+    EXCLUDE,
+    rejection_recovery,
+    task_success,
+    turns_to_first_hit,
+)
+from evaluation.metrics.types import ReferenceDialogue, ReferenceTurn
+
+
+def test_tsr_is_one_when_any_turn_hits():
+    assert task_success([False, True, False]) == 1.0
+    assert task_success([False, False]) == 0.0
+    assert task_success([]) is None
+
+
+def test_t2r_counts_recommendation_turns_up_to_the_first_hit():
+    assert turns_to_first_hit([True]) == 1.0
+    assert turns_to_first_hit([False, False, True, True]) == 3.0
+
+
+def test_t2r_without_any_hit_is_turn_count_plus_one_by_default():
+    assert turns_to_first_hit([False, False, False]) == 4.0
+
+
+def test_t2r_without_any_hit_can_be_excluded_instead():
+    assert turns_to_first_hit([False, False], no_hit=EXCLUDE) is None
+    assert turns_to_first_hit([False, True], no_hit=EXCLUDE) == 2.0
+
+
+def _dialogue(*turns):
+    return ReferenceDialogue(
+        "d1",
+        "test",
+        {},
+        (),
+        tuple(ReferenceTurn(index, role, "", action) for index, (role, action) in enumerate(turns)),
+    )
+
+
+DIALOGUE = _dialogue(
+    ("user", "greet_and_seek"),
+    ("system", "recommend"),  # 1
+    ("user", "reject_and_refine"),
+    ("system", "ask_preference"),  # 3: not a recommendation, skipped
+    ("user", "provide_preference"),
+    ("system", "recommend"),  # 5: the repair attempt for the first rejection
+    ("user", "reject_and_refine"),
+    ("system", "compare"),  # 7: the repair attempt for the second rejection
+    ("user", "reject_and_refine"),  # no recommendation follows: not counted
+    ("system", "farewell"),
+)
+
+
+def test_rejection_recovery_reads_the_next_recommend_or_compare_turn():
+    assert rejection_recovery(DIALOGUE, {1: False, 5: True, 7: False}) == 0.5
+    assert rejection_recovery(DIALOGUE, {1: True, 5: True, 7: True}) == 1.0
+
+
+def test_missing_hit_flag_counts_as_a_miss():
+    assert rejection_recovery(DIALOGUE, {5: True}) == 0.5
+
+
+def test_dialogue_without_rejections_is_excluded_from_rejection_recovery():
+    plain = _dialogue(("user", "greet_and_seek"), ("system", "recommend"))
+    assert rejection_recovery(plain, {1: True}) is None
