@@ -37,11 +37,12 @@ def _brokers():
 def _transport_options(url: str, var_dir: Path) -> dict:
     if url != FILESYSTEM:
         return {}
-    folders = {name: var_dir / "broker" / name for name in ("queue", "processed")}
+    folders = {name: var_dir / "broker" / name for name in ("queue", "processed", "control")}
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     return {"data_folder_in": str(folders["queue"]), "data_folder_out": str(folders["queue"]),
-            "processed_folder": str(folders["processed"])}
+            "processed_folder": str(folders["processed"]),
+            "control_folder": str(folders["control"])}
 
 
 @pytest.fixture(params=list(_brokers()))
