@@ -2,14 +2,16 @@
 
 Strangers get 404 (the object's existence is not revealed); users who may read but not write
 get 403 on writes. Hidden-split dialogues carry gold answers, so only staff and the
-benchmark's owner may open them.
+benchmark's owner may open them — and only they see unit-level scores of hidden dialogues.
+An evaluation run is visible to staff, to the owner of the evaluated system, and to everyone
+who can see the benchmark once the submission is public.
 """
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from .models import Benchmark, Dialogue, Item, Job, Split
+from .models import Benchmark, Dialogue, Item, Job, Run, Split
 
 
 def benchmarks_for_user(user) -> QuerySet[Benchmark]:
@@ -57,3 +59,26 @@ def get_job_for_user(user, job_id: int) -> Job:
     if not (user.is_staff or job.created_by_id == user.pk):
         raise Http404("No such job.")
     return job
+
+
+def runs_for_user(user) -> QuerySet[Run]:
+    runs = Run.objects.select_related("submission__system", "submission__benchmark", "job")
+    if user.is_staff:
+        return runs
+    public = Q(submission__is_public=True,
+               submission__benchmark__in=benchmarks_for_user(user))
+    if user.is_authenticated:
+        return runs.filter(public | Q(submission__system__owner=user))
+    return runs.filter(public)
+
+
+def get_run_for_user(user, run_id: int) -> Run:
+    run = runs_for_user(user).filter(pk=run_id).first()
+    if run is None:
+        raise Http404("No such run.")
+    return run
+
+
+def can_see_hidden_units(user, run: Run) -> bool:
+    """Unit-level values of hidden dialogues reveal their gold: staff and the benchmark owner."""
+    return can_manage_benchmark(user, run.submission.benchmark)

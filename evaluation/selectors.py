@@ -1,11 +1,15 @@
-"""Reads for benchmarks: the bundle of a stored benchmark, page summaries, dialogue views."""
+"""Reads for benchmarks (the bundle of a stored benchmark, page summaries, dialogue views) and
+for evaluation runs (results, unit-level exports, paired comparisons)."""
 
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 
 from django.db.models import Count
 
 from .formats.bundle import Bundle
+from .formats.submission import SubmissionReference, iter_turn_records
 from .highlight import quote_segments, span_segments
+from .metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
 from .models import (
     BENCHMARK_FIELDS,
     ITEM_FIELDS,
@@ -14,10 +18,16 @@ from .models import (
     Dialogue,
     DialogueItem,
     Item,
+    Job,
     Review,
+    Run,
+    Split,
     Turn,
     TurnItem,
 )
+from .runconfig import suite_config_from_options
+from .stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from .stats.comparison import compare_systems
 
 
 def _present(obj, fields) -> dict:
@@ -194,3 +204,121 @@ def _cited_reviews(by_turn_citations) -> list[dict]:
 
 def item_detail(*, item: Item) -> dict:
     return {"item": item, "reviews": list(item.reviews.order_by("external_id"))}
+
+
+# --- evaluation runs (metrics.md §A, formats.md §2–3) ---------------------------------------
+
+
+def benchmark_submission_reference(*, benchmark: Benchmark,
+                                   pool_mode: str = CLOSED) -> SubmissionReference:
+    """What a submission for BENCHMARK is checked against: dialogues, pools, ids."""
+    bundle = benchmark_bundle(benchmark=benchmark)
+    return SubmissionReference.from_records(items=bundle.items, reviews=bundle.reviews,
+                                            dialogues=bundle.dialogues, pool_mode=pool_mode)
+
+
+def submission_splits(*, submission) -> list[str]:
+    """The splits of the dialogues a `turn` submission answers."""
+    with submission.file.open("rb") as handle:
+        dialogue_ids = {record["dialogue_id"] for record in iter_turn_records(handle)}
+    return sorted(set(
+        submission.benchmark.dialogues.filter(external_id__in=dialogue_ids)
+        .values_list("split", flat=True)
+    ))
+
+
+def latest_run(*, benchmark: Benchmark, system, evaluator: str = SUITE_NAME) -> Run | None:
+    """The newest succeeded run of EVALUATOR on SYSTEM's submissions for BENCHMARK."""
+    return (Run.objects.filter(submission__benchmark=benchmark, submission__system=system,
+                               evaluator=evaluator, job__status=Job.Status.SUCCEEDED)
+            .select_related("submission__system", "job").order_by("-created_at", "-pk").first())
+
+
+def run_suite_config(run: Run) -> SuiteConfig:
+    """The SuiteConfig a run was made with (its stored options)."""
+    return suite_config_from_options(run.config.get("suite", {}))
+
+
+def run_results(*, run: Run) -> dict:
+    """System-level results of a run: per metric value, 95% CI, std, n, direction, axis."""
+    specs = {spec.name: spec for spec in metric_specs(run_suite_config(run))}
+    metrics = {}
+    for summary in run.summaries.order_by("pk"):
+        spec = specs.get(summary.metric)
+        metrics[summary.metric] = {
+            "axis": summary.axis, "unit": spec.unit if spec else None,
+            "direction": summary.direction, "value": summary.value,
+            "ci": [summary.ci_low, summary.ci_high], "std": summary.std, "n": summary.n,
+            "undefined_reason": summary.undefined_reason or None,
+        }
+    submission = run.submission
+    return {
+        "run": run.pk, "job": run.job_id, "status": run.job.status,
+        "system": submission.system.name, "benchmark": submission.benchmark.slug,
+        "evaluator": run.evaluator, "evaluator_version": run.evaluator_version,
+        "config_hash": run.config_hash, "splits": run.config.get("splits", []),
+        "bootstrap": run.config.get("bootstrap", {}),
+        "missing_turns": run.job.result.get("missing_turns", 0),
+        "metrics": metrics, "unavailable": dict(run.unavailable),
+    }
+
+
+def run_unit_rows(*, run: Run, include_hidden: bool) -> Iterator[dict]:
+    """Unit-level values as formats.md §3 rows, hidden-split dialogues only when asked.
+
+    `evaluator` carries name, version and configuration hash (`trace@1.0.0:1a2b3c4d5e6f`), so a
+    row read back elsewhere still says exactly how it was made.
+    """
+    submission = run.submission
+    scores = run.unit_scores.exclude(value=None)
+    if not include_hidden:
+        hidden = Dialogue.objects.filter(benchmark_id=submission.benchmark_id,
+                                         split=Split.HIDDEN).values("external_id")
+        scores = scores.exclude(dialogue_id__in=hidden)
+    evaluator = f"{run.evaluator}@{run.evaluator_version}:{run.config_hash[:12]}"
+    system, benchmark = submission.system.slug, submission.benchmark.slug
+    fields = ("metric", "unit_type", "unit_id", "value")
+    for metric, unit_type, unit_id, value in (scores.order_by("metric", "unit_type", "unit_id")
+                                              .values_list(*fields).iterator(chunk_size=5000)):
+        yield {"system": system, "benchmark": benchmark, "evaluator": evaluator,
+               "metric": metric, "unit_type": unit_type, "unit_id": unit_id, "value": value}
+
+
+def _unit_values(run: Run) -> dict[str, tuple[list[float], list[str]]]:
+    values: dict[str, tuple[list[float], list[str]]] = defaultdict(lambda: ([], []))
+    rows = run.unit_scores.exclude(value=None).values_list("metric", "value", "dialogue_id")
+    for metric, value, dialogue_id in rows.iterator(chunk_size=5000):
+        values[metric][0].append(value)
+        values[metric][1].append(dialogue_id)
+    return values
+
+
+def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None) -> list[dict]:
+    """Per metric: paired cluster-bootstrap CI of mean(A) − mean(B) and the per-dialogue
+    paired t-test (statistics.md "Comparing systems"), over the dialogues both runs scored."""
+    bootstrap = run_a.config.get("bootstrap", {})
+    directions = dict(run_a.summaries.order_by("pk").values_list("metric", "direction"))
+    axes = dict(run_a.summaries.values_list("metric", "axis"))
+    a, b = _unit_values(run_a), _unit_values(run_b)
+    names = [m for m in directions if m in a and m in b and (not metrics or m in metrics)]
+    rows = []
+    for metric in names:
+        comparison = compare_systems(
+            "A", *a[metric], "B", *b[metric],
+            n_resamples=bootstrap.get("n_resamples", DEFAULT_RESAMPLES),
+            seed=bootstrap.get("seed", DEFAULT_SEED),
+        )
+        difference = comparison.difference
+        better = None
+        if comparison.significant:
+            a_higher = difference.value > 0
+            better = "A" if a_higher == (directions[metric] == "higher") else "B"
+        rows.append({"metric": metric, "axis": axes[metric], "direction": directions[metric],
+                     "mean_a": difference.params.get("mean_a"),
+                     "mean_b": difference.params.get("mean_b"),
+                     "difference": difference.value, "ci": [difference.ci_low, difference.ci_high],
+                     "significant": comparison.significant, "better": better,
+                     "shared_dialogues": difference.n.get("shared_clusters", 0),
+                     "t_test": comparison.t_test.to_dict(),
+                     "undefined_reason": difference.undefined_reason})
+    return rows

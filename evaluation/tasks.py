@@ -4,7 +4,7 @@ from celery import shared_task
 
 from .formats.errors import FormatError
 from .jobs import job_begin, job_finish, job_progress
-from .services import benchmark_import
+from .services import benchmark_import, run_process
 
 
 @shared_task(acks_late=True)
@@ -22,3 +22,9 @@ def import_benchmark_job(job_id: int) -> None:
         job_finish(job_id, error=str(exc))
         return
     job_finish(job_id, result={"benchmark": benchmark.slug})
+
+
+@shared_task(acks_late=True)
+def evaluate_run_job(job_id: int) -> None:
+    """Execute an evaluation run (the job of a `Run`); safe to deliver twice."""
+    run_process(job_id=job_id)

@@ -38,6 +38,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Benchmark {DEMO_SLUG} already loaded.")
         self._accounts()
+        self._baselines()
 
     def _accounts(self):
         User = get_user_model()
@@ -52,3 +53,20 @@ class Command(BaseCommand):
             role = "staff (admin)" if is_staff else ", ".join(groups)
             lines.append(f"  {username:<12} {DEMO_PASSWORD:<14} {role}")
         self.stdout.write("Demo accounts (username, password, role):\n" + "\n".join(lines))
+
+    def _baselines(self):
+        """Every reference baseline answers the demo and is evaluated by the non-LLM Trace suite
+        (in this process; skipped for baselines that already have a finished run)."""
+        from evaluation.services import baselines_ensure
+
+        benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
+        for name, run, created in baselines_ensure(benchmark=benchmark):
+            if run is None:
+                self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
+                continue
+            summary = {row.metric: row.value for row in run.summaries.filter(
+                metric__in=["recall@1", "mrr", "gs", "cgs"])}
+            state = "evaluated" if created else "already evaluated"
+            figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
+                                ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
+            self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")

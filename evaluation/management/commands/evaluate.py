@@ -1,0 +1,130 @@
+"""`manage.py evaluate`: validate a `turn` submission, store it, run the Trace suite, report.
+
+By default the run executes in this process (the same `run_process` a worker runs, recording
+the Run's job progress in the database, so `/jobs/<id>/` shows it too); `--worker` enqueues it
+for a Celery worker instead and follows its progress from the database.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from evaluation.cli import ProgressBars, format_errors_as_command_error
+from evaluation.jobs import jobs_fail_stale
+from evaluation.models import Benchmark, Job
+from evaluation.selectors import run_results, run_unit_rows
+from evaluation.services import run_create, run_process
+from leaderboard.models import System
+from leaderboard.services import submission_create, system_create
+
+WORKER_TIMEOUT_SECONDS = 6 * 3600
+
+
+class Command(BaseCommand):
+    help = ("Validate a turn-protocol submission for a benchmark, store it and evaluate it with "
+            "every automated Trace metric (95% cluster-bootstrap CIs).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--benchmark", required=True, help="benchmark slug")
+        parser.add_argument("--submission", required=True, help="submission .jsonl file")
+        parser.add_argument("--system", help="system name (default: the file's name)")
+        parser.add_argument("--split", action="append", dest="splits",
+                            help="evaluate this split (repeatable; default: every split the "
+                                 "file answers, each answered in full)")
+        parser.add_argument("--json", action="store_true", help="print the results as JSON")
+        parser.add_argument("--per-unit", metavar="FILE",
+                            help="write unit-level values as JSON Lines (formats.md §3)")
+        parser.add_argument("--include-hidden", action="store_true",
+                            help="include hidden-split dialogues in --per-unit (reveals gold)")
+        parser.add_argument("--pool", choices=["closed", "open"], default="closed")
+        parser.add_argument("--no-text", action="store_true", help="skip BLEU-4 and ROUGE-L")
+        parser.add_argument("--no-nli", action="store_true",
+                            help="skip entailment grounding even when NLI_MODEL_PATH is set")
+        parser.add_argument("--worker", action="store_true",
+                            help="let a Celery worker run the evaluation and follow its progress")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **opts):
+        benchmark = Benchmark.objects.filter(slug=opts["benchmark"]).first()
+        if benchmark is None:
+            raise CommandError(f"no benchmark {opts['benchmark']!r}")
+        path = Path(opts["submission"])
+        suite = {"pool_mode": opts["pool"]}
+        if opts["no_text"]:
+            suite["text_metrics"] = False
+        with format_errors_as_command_error(), transaction.atomic():
+            # The system is created only together with a valid submission.
+            submission = submission_create(
+                system=self._system(opts["system"] or path.stem), benchmark=benchmark,
+                path_or_file=path, user=None, splits=opts["splits"], pool_mode=opts["pool"])
+        run = run_create(submission=submission, splits=opts["splits"], suite_options=suite,
+                         use_nli=not opts["no_nli"], enqueue=opts["worker"])
+        bars = ProgressBars(sys.stderr, enabled=not opts["no_progress"])
+        try:
+            if opts["worker"]:
+                self.stderr.write(f"Queued as job {run.job_id} (/jobs/{run.job_id}/); waiting for "
+                                  "a worker (`celery -A config worker`).")
+                self._follow(run.job_id, bars)
+            else:
+                run_process(job_id=run.job_id, progress=bars)
+        finally:
+            bars.close()
+        run.refresh_from_db()
+        if run.job.status != Job.Status.SUCCEEDED:
+            raise CommandError(f"evaluation run {run.pk} failed: {run.job.error}")
+        results = run_results(run=run)
+        if opts["per_unit"]:
+            self._write_units(run, Path(opts["per_unit"]), opts["include_hidden"])
+        if opts["json"]:
+            self.stdout.write(json.dumps(results, indent=2))
+        else:
+            self.stdout.write(format_results(results))
+
+    def _system(self, name: str) -> System:
+        return System.objects.filter(name=name).order_by("pk").first() or system_create(name=name)
+
+    def _follow(self, job_id: int, bars: ProgressBars) -> None:
+        deadline = time.monotonic() + WORKER_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            jobs_fail_stale()
+            job = Job.objects.get(pk=job_id)
+            if job.total:
+                bars(job.stage, job.done, job.total)
+            if job.is_finished:
+                return
+            time.sleep(0.5)
+        raise CommandError(f"gave up waiting for job {job_id}; see /jobs/{job_id}/")
+
+    def _write_units(self, run, path: Path, include_hidden: bool) -> None:
+        with path.open("w", encoding="utf-8") as handle:
+            for row in run_unit_rows(run=run, include_hidden=include_hidden):
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _number(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def format_results(results: dict) -> str:
+    """A plain-text table: metric, axis, value, 95% CI, n, which direction is better."""
+    lines = [
+        f"{results['system']} on {results['benchmark']} (splits: "
+        f"{', '.join(results['splits'])}) — {results['evaluator']} "
+        f"{results['evaluator_version']}, config {results['config_hash'][:12]}, run "
+        f"{results['run']}",
+        f"{'metric':<28} {'axis':<16} {'value':>7}  {'95% CI':<17} {'n':>6}  better",
+    ]
+    for name, row in results["metrics"].items():
+        if row["value"] is None:
+            lines.append(f"{name:<28} {row['axis']:<16} {'n/a':>7}  {row['undefined_reason']}")
+            continue
+        ci = f"[{_number(row['ci'][0])}, {_number(row['ci'][1])}]"
+        lines.append(f"{name:<28} {row['axis']:<16} {_number(row['value']):>7}  {ci:<17} "
+                     f"{row['n']:>6}  {row['direction']}")
+    if results["missing_turns"]:
+        lines.append(f"{results['missing_turns']} answered turns were missing (scored as empty).")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""`manage.py run_baseline NAME --benchmark SLUG`: run a Trace reference baseline (or `all`),
+store its submission under the baseline's system and evaluate it in this process."""
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.baselines import BASELINES, EmbeddingsUnavailable, baseline_class
+from evaluation.cli import ProgressBars, format_errors_as_command_error
+from evaluation.management.commands.evaluate import format_results
+from evaluation.models import Benchmark, Job
+from evaluation.selectors import run_results
+from evaluation.services import baseline_submission_create, run_create, run_process
+
+
+class Command(BaseCommand):
+    help = ("Run a reference baseline (" + ", ".join(BASELINES) + ", or all) on a benchmark: "
+            "write its submission and evaluate it.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="baseline name, or 'all'")
+        parser.add_argument("--benchmark", required=True, help="benchmark slug")
+        parser.add_argument("--split", action="append", dest="splits",
+                            help="answer and evaluate only this split (repeatable)")
+        parser.add_argument("--no-text", action="store_true", help="skip BLEU-4 and ROUGE-L")
+        parser.add_argument("--no-nli", action="store_true", help="skip entailment grounding")
+        parser.add_argument("--json", action="store_true", dest="as_json")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, name, benchmark, splits, no_text, no_nli, as_json, no_progress, **options):
+        found = Benchmark.objects.filter(slug=benchmark).first()
+        if found is None:
+            raise CommandError(f"no benchmark {benchmark!r}")
+        try:
+            names = list(BASELINES) if name.lower() == "all" else [baseline_class(name).key]
+        except KeyError as exc:
+            raise CommandError(exc.args[0]) from exc
+        suite = {"text_metrics": False} if no_text else {}
+        outputs = []
+        for key in names:
+            bars = ProgressBars(sys.stderr, enabled=not no_progress)
+            try:
+                with format_errors_as_command_error():
+                    submission = baseline_submission_create(benchmark=found, name=key,
+                                                            splits=splits, progress=bars)
+                run = run_create(submission=submission, splits=splits, suite_options=suite,
+                                 use_nli=not no_nli, enqueue=False)
+                run_process(job_id=run.job_id, progress=bars)
+            except EmbeddingsUnavailable as exc:
+                raise CommandError(f"{key}: no sentence-embedding model: {exc}") from exc
+            finally:
+                bars.close()
+            run.job.refresh_from_db()
+            if run.job.status != Job.Status.SUCCEEDED:
+                raise CommandError(f"{key}: evaluation run {run.pk} failed: {run.job.error}")
+            outputs.append(run_results(run=run))
+            if not as_json:
+                self.stdout.write(format_results(outputs[-1]) + "\n")
+        if as_json:
+            self.stdout.write(json.dumps(outputs, indent=2))

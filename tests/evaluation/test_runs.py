@@ -1,0 +1,190 @@
+"""Evaluation runs: hand-computed values end to end, upserts, NLI availability, job states,
+unit-level exports and access to runs."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from evaluation.access import can_see_hidden_units, get_run_for_user, runs_for_user
+from evaluation.jobs import job_begin, jobs_fail_stale
+from evaluation.models import Job, MetricSummary, Run, UnitScore
+from evaluation.selectors import run_results, run_unit_rows
+from evaluation.services import run_create, run_execute, run_process
+from evaluation.tasks import evaluate_run_job
+from leaderboard.services import submission_create, system_create
+from tests.evaluation.metrics.tiny_nli import build_tiny_nli
+from tests.support.submissions import EXPECTED, write_lines
+
+pytestmark = pytest.mark.django_db
+ENTAILMENT = ("entailment", "entailment_t0.3", "entailment_t0.4", "entailment_t0.6",
+              "entailment_t0.7", "cgsent")
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.NLI_MODEL_PATH = ""
+
+
+@pytest.fixture
+def submission(tiny_benchmark, researcher, tmp_path):
+    system = system_create(name="Tiny System", owner=researcher)
+    return submission_create(system=system, benchmark=tiny_benchmark,
+                             path_or_file=write_lines(tmp_path / "tiny.jsonl"), user=researcher)
+
+
+def evaluated(submission, **options) -> Run:
+    run = run_create(submission=submission, enqueue=False, **options)
+    run_process(job_id=run.job_id)
+    run.refresh_from_db()
+    assert run.job.status == Job.Status.SUCCEEDED, run.job.error
+    return run
+
+
+def summary(run, metric) -> MetricSummary:
+    return run.summaries.get(metric=metric)
+
+
+def test_hand_computed_recall_mrr_gs_and_tsr_on_the_tiny_bundle(submission):
+    run = evaluated(submission)
+    for metric, value in EXPECTED.items():
+        assert summary(run, metric).value == pytest.approx(value), metric
+    recall = summary(run, "recall@1")
+    assert recall.n == 4 and recall.direction == "higher" and recall.axis == "Accuracy"
+    assert 0 <= recall.ci_low <= recall.value <= recall.ci_high <= 1
+    assert recall.std == pytest.approx(0.5)  # sample std of 0, 1, 1, 1
+    turn = run.unit_scores.get(metric="gs", unit_id="d1#3")
+    assert (turn.value, turn.unit_type, turn.dialogue_id) == (0.5, "turn", "d1")
+    assert summary(run, "t2r").direction == "lower"
+    assert run.config["splits"] == ["hidden", "test", "train"]
+
+
+def test_run_records_evaluator_version_and_config_hash(submission):
+    run = evaluated(submission, suite_options={"text_metrics": False})
+    assert (run.evaluator, run.evaluator_version) == ("trace", "1.0.0")
+    assert len(run.config_hash) == 64
+    assert run.config["bootstrap"] == {"n_resamples": 1000, "seed": 42, "confidence": 0.95}
+    assert not run.summaries.filter(metric="bleu4").exists()
+    other = evaluated(submission)
+    assert other.config_hash != run.config_hash
+    assert evaluated(submission).config_hash == other.config_hash
+
+
+def test_running_a_run_twice_keeps_one_row_per_metric_and_unit(submission):
+    run = evaluated(submission)
+    counts = (run.unit_scores.count(), run.summaries.count())
+    values = dict(run.summaries.values_list("metric", "value"))
+    run_execute(run=run)  # a retried task re-does the work…
+    Job.objects.filter(pk=run.job_id).update(status=Job.Status.QUEUED)
+    evaluate_run_job(run.job_id)  # …and a re-delivered one too
+    assert (run.unit_scores.count(), run.summaries.count()) == counts
+    assert dict(run.summaries.values_list("metric", "value")) == values
+    assert UnitScore.objects.count() == counts[0]
+
+
+def test_a_duplicate_delivery_of_a_finished_run_does_nothing(submission):
+    run = evaluated(submission)
+    finished = run.job.finished_at
+    evaluate_run_job(run.job_id)
+    run.job.refresh_from_db()
+    assert run.job.finished_at == finished and run.job.attempts == 1
+
+
+def test_without_an_nli_model_entailment_is_unavailable_and_the_rest_runs(submission):
+    run = evaluated(submission)
+    assert set(run.unavailable) == set(ENTAILMENT)
+    assert "NLI_MODEL_PATH" in run.unavailable["entailment"]
+    entailment = summary(run, "entailment")
+    assert entailment.value is None and "NLI_MODEL_PATH" in entailment.undefined_reason
+    assert summary(run, "cgs").value is not None
+    assert not run.unit_scores.filter(metric__startswith="entailment").exists()
+
+
+def test_a_broken_nli_path_is_reported_as_the_reason(submission, settings, tmp_path):
+    settings.NLI_MODEL_PATH = str(tmp_path / "missing-model")
+    run = evaluated(submission)
+    assert "not found" in run.unavailable["entailment"]
+
+
+def test_a_local_nli_model_gives_entailment_grounding(submission, settings, tmp_path):
+    model_dir = build_tiny_nli(tmp_path / "nli", {0: "entailment", 1: "neutral",
+                                                  2: "contradiction"}, entailment_bias=20.0)
+    settings.NLI_MODEL_PATH = str(model_dir)
+    run = evaluated(submission)
+    assert run.unavailable == {}
+    assert run.config["nli"] == {"enabled": True, "model_path": str(model_dir)}
+    # The bias makes every claim entailed; the turn without citations has nothing to entail it.
+    entailment = summary(run, "entailment")
+    assert entailment.n == 4 and 0 < entailment.value <= 1
+    assert run.unit_scores.get(metric="entailment", unit_id="d1#1").value == 1.0
+    assert run.unit_scores.get(metric="entailment", unit_id="d2#1").value == 0.0
+    assert summary(run, "cgsent").value is not None
+
+
+def test_run_create_enqueues_the_task_on_commit(submission, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        run = run_create(submission=submission)
+    assert len(callbacks) == 1
+    run.job.refresh_from_db()
+    assert run.job.status == Job.Status.SUCCEEDED and run.job.kind == Job.Kind.EVALUATION
+    assert run.job.done == run.job.total > 0
+
+
+def test_a_run_whose_worker_died_is_failed_not_left_running(submission):
+    run = run_create(submission=submission, enqueue=False)
+    job_begin(run.job_id)
+    assert jobs_fail_stale(now=timezone.now() + timedelta(minutes=11)) == 1
+    run.job.refresh_from_db()
+    assert run.job.status == Job.Status.FAILED and "stopped reporting" in run.job.error
+    assert run_process(job_id=run.job_id) is None  # a late redelivery does not revive it
+
+
+def test_a_run_that_cannot_read_its_file_fails_with_the_reason(submission):
+    run = run_create(submission=submission, enqueue=False)
+    submission.file.storage.delete(submission.file.name)
+    run_process(job_id=run.job_id)
+    run.job.refresh_from_db()
+    assert run.job.status == Job.Status.FAILED and "FileNotFoundError" in run.job.error
+
+
+def test_unit_export_hides_hidden_dialogues_unless_asked(submission):
+    run = evaluated(submission)
+    public = list(run_unit_rows(run=run, include_hidden=False))
+    everything = list(run_unit_rows(run=run, include_hidden=True))
+    assert {row["unit_id"] for row in everything if row["unit_id"].startswith("d3")}
+    assert not {row["unit_id"] for row in public if row["unit_id"].startswith("d3")}
+    assert set(public[0]) == {"system", "benchmark", "evaluator", "metric", "unit_type",
+                              "unit_id", "value"}
+    assert public[0]["evaluator"] == f"trace@1.0.0:{run.config_hash[:12]}"
+    assert public[0]["system"] == "tiny-system" and public[0]["benchmark"] == "tiny"
+
+
+def test_results_list_every_metric_with_ci_n_and_direction(submission):
+    results = run_results(run=evaluated(submission))
+    row = results["metrics"]["recall@1"]
+    assert set(row) == {"axis", "unit", "direction", "value", "ci", "std", "n",
+                        "undefined_reason"}
+    assert row["unit"] == "turn" and results["metrics"]["tsr"]["unit"] == "dialogue"
+    assert results["metrics"]["entailment"]["value"] is None
+
+
+def test_runs_are_visible_to_staff_and_the_system_owner_until_published(
+        submission, researcher, outsider, staff, rf):
+    run = evaluated(submission)
+    assert get_run_for_user(researcher, run.pk) == run
+    assert get_run_for_user(staff, run.pk) == run
+    assert not runs_for_user(outsider).exists()
+    submission.is_public = True
+    submission.save()
+    assert runs_for_user(outsider).get() == run
+    assert not can_see_hidden_units(researcher, run) and can_see_hidden_units(staff, run)
+
+
+def test_a_run_redelivered_after_its_worker_died_is_finished_by_the_next_delivery(submission):
+    run = run_create(submission=submission, enqueue=False)
+    job_begin(run.job_id)  # the first worker claimed it, then died without a word
+    evaluate_run_job(run.job_id)  # the broker re-delivers the unacknowledged task
+    run.job.refresh_from_db()
+    assert run.job.status == Job.Status.SUCCEEDED and run.job.attempts == 2
+    assert summary(run, "recall@1").value == pytest.approx(EXPECTED["recall@1"])
