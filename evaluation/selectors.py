@@ -1,6 +1,7 @@
 """Reads for benchmarks (the bundle of a stored benchmark, page summaries, dialogue views) and
 for evaluation runs (results, unit-level exports, paired comparisons)."""
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 
@@ -322,3 +323,18 @@ def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None) ->
                      "t_test": comparison.t_test.to_dict(),
                      "undefined_reason": difference.undefined_reason})
     return rows
+
+
+def metrics_by_axis(metrics: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
+    """Metrics of `run_results` grouped by axis, axes in the leaderboard's order."""
+    order = ["Accuracy", "Grounding", "Recovery", "Practical value", "Text", "LLM judge",
+             "Human"]
+    groups: dict[str, list] = defaultdict(list)
+    for name, row in metrics.items():
+        groups[row["axis"]].append((name, row))
+    return sorted(groups.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order
+                                                  else len(order), kv[0]))
+
+
+def pretty_json(value) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)

@@ -9,5 +9,6 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/dialogues/<str:dialogue_id>/", views.dialogue_detail,
          name="dialogue_detail"),
     path("benchmarks/<slug:slug>/items/<str:item_id>/", views.item_detail, name="item_detail"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
 ]

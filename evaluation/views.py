@@ -11,6 +11,7 @@ from .access import (
     get_dialogue_for_user,
     get_item_for_user,
     get_job_for_user,
+    get_run_for_user,
 )
 from .jobs import jobs_fail_stale
 from .models import Split
@@ -70,3 +71,13 @@ def job_detail(request, job_id):
     job = get_job_for_user(request.user, job_id)
     template = "evaluation/_job_progress.html" if request.htmx else "evaluation/job_detail.html"
     return render(request, template, {"job": job})
+
+
+def run_detail(request, run_id):
+    """How a set of numbers was made: evaluator, version, configuration, progress, results."""
+    run = get_run_for_user(request.user, run_id)
+    results = selectors.run_results(run=run)
+    context = {"run": run, "results": results, "job": run.job,
+               "axes": selectors.metrics_by_axis(results["metrics"]),
+               "config_json": selectors.pretty_json(run.config)}
+    return render(request, "evaluation/run_detail.html", context)

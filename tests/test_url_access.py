@@ -22,6 +22,7 @@ ACCESS = {
                                                         "staff": 200}),
     ],
     "item_detail": [({"slug": "tiny", "item_id": "r1"}, "get", ALL_200)],
+    "run_detail": [({"run_id": 999999}, "get", dict.fromkeys(PERSONAS, 404))],
     "job_detail": [({"job_id": 999999}, "get", dict.fromkeys(PERSONAS, 404))],
     "login": [({}, "get", ALL_200)],
     "logout": [({}, "get", dict.fromkeys(PERSONAS, 405))],
