@@ -359,9 +359,13 @@ def baseline_submission_create(*, benchmark: Benchmark, name: str,
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{baseline.key}.jsonl"
         write_turn_submission(lines, path)
-        return submission_create(system=system, benchmark=benchmark, path_or_file=path,
-                                 user=user, splits=splits,
-                                 note=f"Concord reference baseline {baseline.name}")
+        submission = submission_create(system=system, benchmark=benchmark, path_or_file=path,
+                                       user=user, splits=splits,
+                                       note=f"Concord reference baseline {baseline.name}")
+    # Reference baselines are Concord's own rows: public from the start, nobody publishes them.
+    submission.is_public = True
+    submission.save(update_fields=["is_public"])
+    return submission
 
 
 def baselines_ensure(*, benchmark: Benchmark, names: list[str] | None = None,

@@ -131,6 +131,7 @@ def test_baselines_ensure_is_idempotent(tiny_benchmark, tmp_path, settings):
                              suite_options={"text_metrics": False})
     (_, run, created), = first
     assert created and run.job.status == Job.Status.SUCCEEDED
+    assert run.submission.is_public, "reference baselines are public without being published"
     (_, again, created), = baselines_ensure(benchmark=tiny_benchmark, names=["popularity"])
     assert not created and again.pk == run.pk
     assert System.objects.filter(is_baseline=True).count() == 1
