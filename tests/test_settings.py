@@ -1,0 +1,36 @@
+"""Settings come from environment variables only; production refuses unsafe defaults."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def manage(*args, tmp_path, **env):
+    full_env = {key: value for key, value in os.environ.items()
+                if key not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_ENV", "DEBUG")}
+    full_env.update(CONCORD_VAR_DIR=str(tmp_path), **env)
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_production_deploy_check_is_clean(tmp_path):
+    result = manage("check", "--deploy", tmp_path=tmp_path, DJANGO_ENV="production",
+                    SECRET_KEY="k" * 60 + "-a-long-random-production-key",
+                    ALLOWED_HOSTS="concord.example.org")
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    result = manage("check", tmp_path=tmp_path, DJANGO_ENV="production")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DJANGO_ENV=production" in result.stderr
+
+
+def test_a_malformed_boolean_is_refused_loudly(tmp_path):
+    result = manage("check", tmp_path=tmp_path, DEBUG="maybe")
+    assert result.returncode != 0
+    assert "DEBUG='maybe' is not a boolean" in result.stderr
