@@ -1,3 +1,26 @@
-from django.urls import path  # noqa: F401
+"""Annotation URLs, mounted at /studies/. Annotators' URLs carry their queue position, never an
+item or system id."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import views
+
+app_name = "annotation"
+
+urlpatterns = [
+    path("", views.study_list, name="study_list"),
+    path("new/", views.study_create, name="study_create"),
+    path("join/<str:token>/", views.study_join, name="study_join"),
+    path("<slug:slug>/", views.study_detail, name="study_detail"),
+    path("<slug:slug>/next/", views.study_next, name="study_next"),
+    path("<slug:slug>/items/<int:position>/", views.item_detail, name="item_detail"),
+    path("<slug:slug>/items/<int:position>/draft/", views.item_draft, name="item_draft"),
+    path("<slug:slug>/items/<int:position>/submit/", views.item_submit, name="item_submit"),
+    path("<slug:slug>/dashboard/", views.study_dashboard, name="study_dashboard"),
+    path("<slug:slug>/members/", views.study_member_add, name="study_member_add"),
+    path("<slug:slug>/members/<int:member_id>/exclude/", views.study_member_exclude,
+         name="study_member_exclude"),
+    path("<slug:slug>/export/", views.study_export, name="study_export"),
+    path("<slug:slug>/export/<int:job_id>/download/", views.study_export_download,
+         name="study_export_download"),
+]

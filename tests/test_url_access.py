@@ -28,6 +28,41 @@ ACCESS = {
     "logout": [({}, "get", dict.fromkeys(PERSONAS, 405))],
 }
 
+# Annotation (the `tiny_study` fixture: the author owns it; the annotator holds item 1).
+_S = {"slug": "tiny-study"}
+_LOGGED_IN_200 = {**ALL_200, "anonymous": 302}
+_MEMBERS = {"anonymous": 302, "outsider": 404, "annotator": 200, "researcher": 404,
+            "author": 200, "staff": 200}
+_AUTHORS = {"anonymous": 302, "outsider": 404, "annotator": 403, "researcher": 404,
+            "author": 200, "staff": 200}
+_OWN_ITEM = {**dict.fromkeys(PERSONAS, 404), "anonymous": 302, "annotator": 200}
+ACCESS.update({
+    "annotation:study_list": [({}, "get", _LOGGED_IN_200)],
+    "annotation:study_create": [({}, "get", {**_AUTHORS, "annotator": 403, "outsider": 403,
+                                             "researcher": 403}),
+                                ({}, "post", {**_AUTHORS, "annotator": 403, "outsider": 403,
+                                              "researcher": 403})],
+    "annotation:study_join": [({"token": "tiny-invite"}, "get", _LOGGED_IN_200),
+                              ({"token": "nope"}, "get", {**dict.fromkeys(PERSONAS, 404),
+                                                          "anonymous": 302})],
+    "annotation:study_detail": [(_S, "get", _MEMBERS),
+                                ({"slug": "nope"}, "get", {**dict.fromkeys(PERSONAS, 404),
+                                                           "anonymous": 302})],
+    "annotation:study_next": [(_S, "get", {**_OWN_ITEM, "annotator": 302})],
+    "annotation:item_detail": [({**_S, "position": 1}, "get", _OWN_ITEM),
+                               ({**_S, "position": 2}, "get", {**_OWN_ITEM, "annotator": 404})],
+    "annotation:item_draft": [({**_S, "position": 1}, "post", _OWN_ITEM)],
+    "annotation:item_submit": [({**_S, "position": 1}, "post", {**_OWN_ITEM, "annotator": 400})],
+    "annotation:study_dashboard": [(_S, "get", _AUTHORS)],
+    "annotation:study_member_add": [(_S, "post", {**_AUTHORS, "author": 302, "staff": 302})],
+    "annotation:study_member_exclude": [({**_S, "member_id": 999999}, "post",
+                                         {**_AUTHORS, "author": 404, "staff": 404})],
+    "annotation:study_export": [(_S, "get", {**_AUTHORS, "author": 404, "staff": 404}),
+                                (_S, "post", {**_AUTHORS, "author": 302, "staff": 302})],
+    "annotation:study_export_download": [({**_S, "job_id": 999999}, "get",
+                                          {**_AUTHORS, "author": 404, "staff": 404})],
+})
+
 
 def _names(resolver=None, namespace=""):
     resolver = resolver or get_resolver()
@@ -52,8 +87,21 @@ def personas(db, outsider, annotator, researcher, author, staff):
             "researcher": researcher, "author": author, "staff": staff}
 
 
+@pytest.fixture
+def tiny_study(db, tiny_benchmark, author, annotator):
+    """A study on the tiny benchmark: the author owns it, the annotator holds item 1."""
+    from annotation import services
+
+    study = services.study_create(benchmark=tiny_benchmark, author=author, title="Tiny study",
+                                  slug="tiny-study", spec=services.StudySpec(forms=("citation",)))
+    study.invite_token = "tiny-invite"
+    study.save(update_fields=["invite_token"])
+    services.assignment_next(member=services.study_member_add(study=study, user=annotator))
+    return study
+
+
 @pytest.mark.django_db
-def test_every_persona_gets_the_expected_status(client, personas, tiny_benchmark):
+def test_every_persona_gets_the_expected_status(client, personas, tiny_benchmark, tiny_study):
     failures = []
     for name, cases in ACCESS.items():
         for kwargs, method, expected in cases:

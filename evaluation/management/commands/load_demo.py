@@ -37,10 +37,13 @@ class Command(BaseCommand):
             call_command("import_benchmark", str(bundle_dir), stdout=self.stdout)
         else:
             self.stdout.write(f"Benchmark {DEMO_SLUG} already loaded.")
-        self._accounts()
+        accounts = self._accounts()
         self._baselines()
+        self._study()
+        # Last, so that `make run` leaves the logins on screen above the server's output.
+        self.stdout.write(accounts)
 
-    def _accounts(self):
+    def _accounts(self) -> str:
         User = get_user_model()
         lines = []
         for username, groups, is_staff in DEMO_ACCOUNTS:
@@ -52,7 +55,7 @@ class Command(BaseCommand):
             user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in groups])
             role = "staff (admin)" if is_staff else ", ".join(groups)
             lines.append(f"  {username:<12} {DEMO_PASSWORD:<14} {role}")
-        self.stdout.write("Demo accounts (username, password, role):\n" + "\n".join(lines))
+        return "Demo accounts (username, password, role):\n" + "\n".join(lines)
 
     def _baselines(self):
         """Every reference baseline answers the demo and is evaluated by the non-LLM Trace suite
@@ -70,3 +73,14 @@ class Command(BaseCommand):
             figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
                                 ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
             self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+
+    def _study(self):
+        from annotation.services import demo_study_create
+
+        User = get_user_model()
+        study = demo_study_create(
+            benchmark=Benchmark.objects.get(slug=DEMO_SLUG),
+            author=User.objects.get(username="author"),
+            annotators=User.objects.filter(username__in=["annotator", "annotator2"]))
+        self.stdout.write(f"Demo study: /studies/{study.slug}/ ({study.items.count()} items; "
+                          "annotators: annotator, annotator2)")

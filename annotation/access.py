@@ -1,0 +1,78 @@
+"""Object-level access to studies and assignments: every annotation view goes through these.
+
+- Staff and a study's author manage it (dashboard, members, export, system identities).
+- A member (annotator) reads the study's instructions and works on their own assignments only.
+- Anyone else gets 404: the study's existence is not revealed.
+- A member asking to manage the study, or to write to a closed study, gets 403.
+"""
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from config.roles import STUDY_AUTHOR, has_role
+
+from .models import Assignment, Study, StudyMember
+
+
+def can_create_studies(user) -> bool:
+    return user.is_authenticated and has_role(user, STUDY_AUTHOR)
+
+
+def can_manage_study(user, study: Study) -> bool:
+    return user.is_authenticated and (user.is_staff or study.author_id == user.pk)
+
+
+def studies_for_user(user) -> QuerySet[Study]:
+    """Studies the user may open at all (as author, staff or member)."""
+    if not user.is_authenticated:
+        return Study.objects.none()
+    if user.is_staff:
+        return Study.objects.all()
+    return Study.objects.filter(Q(author=user) | Q(members__user=user)).distinct()
+
+
+def get_study_for_user(user, slug: str, *, write: bool = False) -> Study:
+    """The study if the user may read it; write=True also requires managing it."""
+    study = Study.objects.filter(slug=slug).select_related("benchmark").first()
+    if study is None or not user.is_authenticated:
+        raise Http404("No such study.")
+    if can_manage_study(user, study):
+        return study
+    if not StudyMember.objects.filter(study=study, user=user).exists():
+        raise Http404("No such study.")
+    if write:
+        raise PermissionDenied("Only the study's author can change it.")
+    return study
+
+
+def get_member_for_user(user, slug: str, *, write: bool = False) -> StudyMember:
+    """The user's own membership of the study (404 for non-members, 403 on a closed study)."""
+    if not user.is_authenticated:
+        raise Http404("No such study.")
+    member = (StudyMember.objects.select_related("study", "study__benchmark")
+              .filter(study__slug=slug, user=user).first())
+    if member is None:
+        raise Http404("No such study.")
+    if write and not member.study.is_open:
+        raise PermissionDenied("This study is closed; your labels can be read but not changed.")
+    return member
+
+
+def get_assignment_for_user(user, slug: str, position: int, *, write: bool = False) -> Assignment:
+    """The user's own assignment at POSITION of their queue, with its item and study.
+
+    Only the annotator it was handed to can open it (an author reads labels in the dashboard
+    and the export). One query, kept narrow on purpose: it runs on every item page and every
+    submission (docs/performance.md).
+    """
+    if not user.is_authenticated:
+        raise Http404("No such item.")
+    try:
+        assignment = (Assignment.objects.select_related("member", "item", "item__study")
+                      .get(member__user=user, member__study__slug=slug, position=position))
+    except Assignment.DoesNotExist:
+        raise Http404("No such item.") from None
+    if write and not assignment.item.study.is_open:
+        raise PermissionDenied("This study is closed; your labels can be read but not changed.")
+    return assignment

@@ -1,0 +1,282 @@
+"""Load test of the annotation item page and submission (docs/performance.md, "Annotation").
+
+What it does, bounded and on loopback only:
+1. (re)creates a PostgreSQL database (default `concord_bench` on 127.0.0.1:5432) and, in a child
+   process pointed at it, migrates, loads the generated demo benchmark, creates a Trace Task 1
+   study (citation check + checklist + Likert) with N simulated annotators, hands each of them
+   their own queue of items and logs them in; it also counts the SQL queries of both requests;
+2. starts gunicorn (`config.wsgi`, DEBUG off) on a free 127.0.0.1 port;
+3. runs N annotator processes at once; each loops "GET the item page, POST a complete
+   annotation" over its own queue, a fixed number of times, one keep-alive connection each;
+4. prints requests/s, p50/p95/p99 latency per request kind and SQL queries per request, stops
+   gunicorn, and drops the database unless --keep.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/concord_bench"
+TOKEN_RE = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+def _cpu_seconds(match) -> float:
+    """CPU time (user + system) of the live processes for which MATCH(pid, ppid, name) holds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2:].split()
+        if match(int(entry.name), int(fields[1]), name):
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise CommandError(f"gunicorn did not answer on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def _admin(url: str, statement: str) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    admin = parts._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def _bench_database(url: str) -> str:
+    name = urlsplit(url).path.lstrip("/")
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name) or "bench" not in name:
+        raise CommandError("the benchmark database name must contain 'bench' (it is dropped)")
+    if urlsplit(url).hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise CommandError("the benchmark runs on loopback only")
+    return name
+
+
+# --- the annotator processes ---------------------------------------------------------------
+
+def annotator_loop(port: int, session: str, slug: str, positions: list[int], answers: dict,
+                   start_at: float, think: float = 0.0) -> list[tuple[str, float, int]]:
+    """One simulated annotator: GET the item, POST it, next position. Returns samples.
+
+    THINK seconds pass after every response (0: a closed loop, as fast as the server allows).
+    """
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    cookies = {"sessionid": session}
+    samples = []
+    while time.time() < start_at:
+        time.sleep(0.001)
+    for position in positions:
+        path = f"/studies/{slug}/items/{position}/"
+        header = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        began = time.perf_counter()
+        conn.request("GET", path, headers={"Cookie": header})
+        response = conn.getresponse()
+        body = response.read().decode()
+        samples.append(("item page (GET)", time.perf_counter() - began, response.status))
+        time.sleep(think)
+        for value in response.headers.get_all("Set-Cookie") or []:
+            name, _, rest = value.partition("=")
+            cookies[name.strip()] = rest.split(";", 1)[0]
+        match = TOKEN_RE.search(body)
+        token = match.group(1) if match else ""
+        form = urlencode({**answers, "csrfmiddlewaretoken": token, "focused_ms": 30000},
+                         doseq=True)
+        header = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        began = time.perf_counter()
+        conn.request("POST", path + "submit/", body=form, headers={
+            "Cookie": header, "Content-Type": "application/x-www-form-urlencoded"})
+        response = conn.getresponse()
+        response.read()
+        samples.append(("submit (POST)", time.perf_counter() - began, response.status))
+        time.sleep(think)
+    conn.close()
+    return samples
+
+
+class Command(BaseCommand):
+    help = "Benchmark the annotation item page and submission under concurrent annotators."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--database-url", default=DEFAULT_URL)
+        parser.add_argument("--annotators", type=int, default=16)
+        parser.add_argument("--items", type=int, default=50,
+                            help="items each annotator opens and submits (bounded loop)")
+        parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+        parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
+        parser.add_argument("--think-ms", type=int, default=0,
+                            help="pause of each annotator after every response (0: closed loop)")
+        parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+        parser.add_argument("--seed-only", metavar="FILE", help=argparse_suppress())
+
+    def handle(self, *args, **options):
+        if options["seed_only"]:
+            return self._seed(Path(options["seed_only"]), options)
+        url = options["database_url"]
+        name = _bench_database(url)
+        if not 1 <= options["annotators"] <= 64 or not 1 <= options["items"] <= 500:
+            raise CommandError("use 1-64 annotators and 1-500 items each")
+        _admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _admin(url, f'CREATE DATABASE "{name}"')
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_ENV": "development", "DEBUG": "false",
+               "CONCORD_VAR_DIR": tempfile.mkdtemp(prefix="concord-bench-")}
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                plan_file = Path(tmp) / "plan.json"
+                self.stdout.write("Preparing the database (migrate, demo benchmark, study)…")
+                subprocess.run([sys.executable, "manage.py", "bench_annotation", "--seed-only",
+                                str(plan_file), "--annotators", str(options["annotators"]),
+                                "--items", str(options["items"])],
+                               cwd=settings.BASE_DIR, env=env, check=True, timeout=900)
+                plan = json.loads(plan_file.read_text())
+            result = self._load(plan, env, options)
+        finally:
+            if not options["keep"]:
+                _admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self._report(result, options)
+
+    # --- child process: build the data -------------------------------------------------------
+    def _seed(self, plan_file: Path, options) -> None:
+        from django.core.management import call_command
+
+        from annotation.bench_setup import seed_study
+
+        call_command("migrate", verbosity=0)
+        plan = seed_study(annotators=options["annotators"], items=options["items"],
+                          stdout=self.stdout)
+        plan_file.write_text(json.dumps(plan))
+
+    # --- parent: serve and load -------------------------------------------------------------
+    def _load(self, plan: dict, env: dict, options) -> dict:
+        port = _free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
+             "--workers", str(options["workers"]), "--threads", str(options["threads"]),
+             "--worker-class", "gthread" if options["threads"] > 1 else "sync",
+             "--log-level", "warning", "--keep-alive", "30"],
+            cwd=settings.BASE_DIR, env=env)
+        try:
+            _wait_for_port(port, 60)
+            self._warm_up(port, plan)
+            def web(pid, ppid, name):
+                return ppid == server.pid
+
+            def database(pid, ppid, name):
+                return name.startswith("postgres")
+
+            clients_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_before = (_cpu_seconds(web), _cpu_seconds(database))
+            start_at = time.time() + 1.0
+            with ProcessPoolExecutor(max_workers=len(plan["annotators"])) as pool:
+                futures = [pool.submit(annotator_loop, port, a["session"], plan["slug"],
+                                       a["positions"], plan["answers"], start_at,
+                                       options["think_ms"] / 1000)
+                           for a in plan["annotators"]]
+                samples = [s for f in futures for s in f.result(timeout=600)]
+                wall = time.time() - start_at
+                cpu = (_cpu_seconds(web) - cpu_before[0],
+                       _cpu_seconds(database) - cpu_before[1])
+            clients_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            clients = (clients_after.ru_utime + clients_after.ru_stime
+                       - clients_before.ru_utime - clients_before.ru_stime)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        return {"samples": samples, "wall": wall, "queries": plan["queries"], "port": port,
+                "cpu": {"web": cpu[0], "database": cpu[1], "load generator": clients}}
+
+    def _warm_up(self, port: int, plan: dict) -> None:
+        """One request per worker-ish so imports and connections are not in the figures."""
+        spare = plan["warm_up"]
+        for _ in range(max(4, 2 * len(plan["annotators"]) // 8)):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", f"/studies/{plan['slug']}/items/{spare['position']}/",
+                         headers={"Cookie": f"sessionid={spare['session']}"})
+            conn.getresponse().read()
+            conn.close()
+
+    def _report(self, result: dict, options) -> None:
+        by_kind: dict[str, list[float]] = {}
+        errors = 0
+        for kind, seconds, status in result["samples"]:
+            by_kind.setdefault(kind, []).append(seconds * 1000)
+            expected = 200 if kind.startswith("item") else 303
+            errors += status != expected
+        total = len(result["samples"])
+        summary = {
+            "annotators": options["annotators"], "gunicorn_workers": options["workers"],
+            "think_ms": options["think_ms"],
+            "requests": total, "errors": errors, "seconds": round(result["wall"], 2),
+            "requests_per_second": round(total / result["wall"], 1),
+            "cpu_ms_per_request": {k: round(1000 * v / total, 2) for k, v in result["cpu"].items()},
+            "cpus": os.cpu_count(),
+            "kinds": {kind: {"n": len(ms), "p50_ms": round(percentile(ms, 50), 1),
+                             "p95_ms": round(percentile(ms, 95), 1),
+                             "p99_ms": round(percentile(ms, 99), 1),
+                             "queries": result["queries"][kind]}
+                      for kind, ms in by_kind.items()},
+        }
+        if options["json"]:
+            self.stdout.write(json.dumps(summary, indent=1))
+            return
+        self.stdout.write(
+            f"\n{summary['annotators']} concurrent annotators (pause {options['think_ms']} ms), "
+            f"gunicorn {options['workers']} worker(s), PostgreSQL, loopback\n"
+            f"{total} requests in {summary['seconds']} s = "
+            f"{summary['requests_per_second']} requests/s, {errors} errors\n")
+        self.stdout.write(f"{'request':<18}{'n':>6}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"
+                          f"{'SQL/request':>13}")
+        for kind, row in summary["kinds"].items():
+            self.stdout.write(f"{kind:<18}{row['n']:>6}{row['p50_ms']:>9}{row['p95_ms']:>9}"
+                              f"{row['p99_ms']:>9}{row['queries']:>13}")
+        cpu = ", ".join(f"{k} {v} ms" for k, v in summary["cpu_ms_per_request"].items())
+        self.stdout.write(f"CPU per request on {summary['cpus']} CPU(s): {cpu}")
+
+
+def argparse_suppress():
+    import argparse
+
+    return argparse.SUPPRESS

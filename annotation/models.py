@@ -1,0 +1,319 @@
+"""Annotation studies (annotation.md): what is judged, by whom, in which order, and the labels.
+
+Invariants live in the database: one annotation per item x annotator, one assignment per
+member x item and per member x position, letters unique per study x dialogue, and check
+constraints on every fixed scale range (CoRE 0-4 and 0-100, FACE as released, study settings).
+Likert scales are configurable per study, so their ranges are checked by the server
+(`taskforms.parse_post`) instead.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from . import taskforms
+
+
+class Study(models.Model):
+    class Stratify(models.TextChoices):
+        NONE = "", "no stratification (paired: every system on the same turns)"
+        DIFFICULTY = "difficulty", "by difficulty tier"
+        SYSTEM = "system", "by system (a separate sample per system)"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200)
+    benchmark = models.ForeignKey("evaluation.Benchmark", on_delete=models.PROTECT,
+                                  related_name="studies")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                               related_name="authored_studies")
+    instructions = models.TextField(blank=True, help_text="Markdown, rendered sanitized")
+    forms = models.JSONField(default=list, help_text="enabled task forms (taskforms.ALL_FORMS)")
+    likert_scales = models.JSONField(default=list, blank=True)
+    overlap_k = models.PositiveSmallIntegerField(default=3, help_text="labels wanted per item")
+    gold_rate = models.FloatField(default=0.1, help_text="share of gold items mixed in")
+    gold_pass_threshold = models.FloatField(default=0.7,
+                                            help_text="gold accuracy below this is flagged")
+    seconds_per_item = models.PositiveIntegerField(default=90, help_text="time estimate")
+    invite_token = models.CharField(max_length=64, unique=True)
+    tie_break_extra = models.BooleanField(
+        default=True, help_text="one more label when a categorical field has no majority")
+    assignment_timeout_minutes = models.PositiveIntegerField(default=30)
+    seed = models.BigIntegerField(default=0)
+    config = models.JSONField(default=dict, blank=True,
+                              help_text="how the items were chosen (sources, sample, counts)")
+    is_open = models.BooleanField(default=True, help_text="closed: members may only read")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap_k__gte=1, overlap_k__lte=50),
+                                   name="study_overlap_1_to_50"),
+            models.CheckConstraint(condition=Q(gold_rate__gte=0, gold_rate__lte=0.5),
+                                   name="study_gold_rate_0_to_half"),
+            models.CheckConstraint(
+                condition=Q(gold_pass_threshold__gte=0, gold_pass_threshold__lte=1),
+                name="study_gold_threshold_0_to_1"),
+            models.CheckConstraint(condition=Q(seconds_per_item__gte=1),
+                                   name="study_time_estimate_positive"),
+            models.CheckConstraint(condition=Q(assignment_timeout_minutes__gte=1),
+                                   name="study_timeout_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def timeout_seconds(self) -> int:
+        return self.assignment_timeout_minutes * 60
+
+
+class StudyMember(models.Model):
+    """An annotator of a study; excluded annotators get no new items and leave the reports."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="study_memberships")
+    order_seed = models.BigIntegerField(help_text="this annotator's random item order")
+    joined_at = models.DateTimeField(auto_now_add=True)
+    excluded = models.BooleanField(default=False)
+    exclusion_reason = models.CharField(max_length=300, blank=True)
+    excluded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "joined_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user"], name="studymember_once"),
+            models.CheckConstraint(condition=Q(excluded=False) | ~Q(exclusion_reason=""),
+                                   name="studymember_exclusion_has_reason"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.study}"
+
+
+class BlindingEntry(models.Model):
+    """The blinding map: per study x dialogue, a stored random permutation systems -> letters."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="blinding")
+    dialogue = models.ForeignKey("evaluation.Dialogue", on_delete=models.CASCADE,
+                                 related_name="+")
+    source_key = models.CharField(max_length=60, help_text="'reference' or 'submission:<id>'")
+    system = models.ForeignKey("leaderboard.System", null=True, blank=True,
+                               on_delete=models.CASCADE, related_name="+",
+                               help_text="empty: the benchmark's reference response")
+    letter = models.CharField(max_length=2)
+
+    class Meta:
+        ordering = ["study", "dialogue", "letter"]
+        verbose_name_plural = "blinding entries"
+        constraints = [
+            models.UniqueConstraint(fields=["study", "dialogue", "source_key"],
+                                    name="blinding_one_letter_per_source"),
+            models.UniqueConstraint(fields=["study", "dialogue", "letter"],
+                                    name="blinding_letter_once"),
+            models.CheckConstraint(condition=Q(letter__regex=r"^[A-Z]{1,2}$"),
+                                   name="blinding_letter_format"),
+        ]
+
+    def __str__(self) -> str:
+        return f"System {self.letter}"
+
+
+ITEM_MODES = ("response", "conversation", "recommend", "pairwise")
+
+
+class StudyItem(models.Model):
+    """A snapshot of one thing to judge, frozen when the study is created."""
+
+    class Mode(models.TextChoices):
+        RESPONSE = "response", "system response (citation check, checklist, Likert)"
+        CONVERSATION = "conversation", "conversation (CoRE, FACE)"
+        RECOMMEND = "recommend", "blind recommendation"
+        PAIRWISE = "pairwise", "pairwise preference"
+
+    class Kind(models.TextChoices):
+        NORMAL = "normal"
+        CALIBRATION = "calibration"
+        GOLD = "gold"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField(help_text="creation order within the study")
+    mode = models.CharField(max_length=20, choices=Mode.choices)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.NORMAL)
+    dialogue = models.ForeignKey("evaluation.Dialogue", on_delete=models.PROTECT,
+                                 related_name="+")
+    turn_index = models.PositiveIntegerField(null=True, blank=True,
+                                             help_text="the judged turn / recommend point")
+    context = models.JSONField(default=list, blank=True,
+                               help_text="turns shown: [{index, role, text, action, rated}]")
+    response_text = models.TextField(blank=True)
+    citations = models.JSONField(default=list, blank=True,
+                                 help_text="[{label, review_id, quote}] of the response")
+    system = models.ForeignKey("leaderboard.System", null=True, blank=True,
+                               on_delete=models.PROTECT, related_name="+",
+                               help_text="empty: the benchmark's reference response")
+    submission = models.ForeignKey("leaderboard.Submission", null=True, blank=True,
+                                   on_delete=models.PROTECT, related_name="+")
+    blind = models.ForeignKey(BlindingEntry, null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="+")
+    # Pairwise items compare a second response to the same turn.
+    response_b_text = models.TextField(blank=True)
+    citations_b = models.JSONField(default=list, blank=True)
+    system_b = models.ForeignKey("leaderboard.System", null=True, blank=True,
+                                 on_delete=models.PROTECT, related_name="+")
+    submission_b = models.ForeignKey("leaderboard.Submission", null=True, blank=True,
+                                     on_delete=models.PROTECT, related_name="+")
+    blind_b = models.ForeignKey(BlindingEntry, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="+")
+    expected = models.JSONField(default=dict, blank=True,
+                                help_text="gold / calibration answers: flattened field -> value")
+    reference = models.JSONField(default=dict, blank=True,
+                                 help_text="facts for authors only (gold items, how built)")
+    target_labels = models.PositiveSmallIntegerField(
+        default=1, help_text="overlap k, or k + 1 after a categorical tie")
+
+    class Meta:
+        ordering = ["study", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "position"], name="studyitem_position"),
+            models.CheckConstraint(condition=Q(mode__in=ITEM_MODES), name="studyitem_mode_valid"),
+            models.CheckConstraint(condition=Q(kind__in=["normal", "calibration", "gold"]),
+                                   name="studyitem_kind_valid"),
+            models.CheckConstraint(condition=Q(target_labels__gte=1),
+                                   name="studyitem_target_positive"),
+            models.CheckConstraint(
+                condition=~Q(mode__in=["response", "pairwise", "recommend"])
+                | Q(turn_index__isnull=False),
+                name="studyitem_turn_items_have_a_turn"),
+            models.CheckConstraint(
+                condition=~Q(mode__in=["response", "pairwise"]) | ~Q(response_text=""),
+                name="studyitem_response_present"),
+            models.CheckConstraint(
+                condition=~Q(mode="pairwise") | (~Q(response_b_text="") & Q(blind_b__isnull=False)),
+                name="studyitem_pairwise_has_two_responses"),
+            models.CheckConstraint(condition=~Q(kind="gold") | ~Q(expected={}),
+                                   name="studyitem_gold_has_expected_answers"),
+        ]
+        indexes = [models.Index(fields=["study", "kind"])]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}/{self.position} ({self.mode}, {self.kind})"
+
+
+class Assignment(models.Model):
+    """An item handed to an annotator, at a position in that annotator's randomized order."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        SUBMITTED = "submitted"
+        RELEASED = "released", "released (timed out; slot given back)"
+
+    member = models.ForeignKey(StudyMember, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="assignments")
+    position = models.PositiveIntegerField(help_text="1-based, in this annotator's order")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    reason = models.CharField(max_length=20, blank=True, help_text="why it was handed out")
+    handed_out_at = models.DateTimeField()
+    last_active_at = models.DateTimeField()
+    released_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    focused_ms = models.PositiveBigIntegerField(default=0, help_text="visible, focused time")
+    swapped = models.BooleanField(default=False, help_text="pairwise: second response on the left")
+    queue_total = models.PositiveIntegerField(default=0, help_text="item i of N, at hand-out")
+    seconds_left = models.PositiveIntegerField(default=0, help_text="estimate at hand-out")
+
+    class Meta:
+        ordering = ["member", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["member", "item"], name="assignment_once_per_item"),
+            models.UniqueConstraint(fields=["member", "position"], name="assignment_position"),
+            models.CheckConstraint(condition=Q(status__in=["active", "submitted", "released"]),
+                                   name="assignment_status_valid"),
+            models.CheckConstraint(condition=Q(position__gte=1), name="assignment_position_1"),
+            models.CheckConstraint(condition=Q(last_active_at__gte=F("handed_out_at")),
+                                   name="assignment_activity_after_handout"),
+        ]
+        indexes = [models.Index(fields=["item", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.member} #{self.position}"
+
+
+def _in_range(path: str, low: int, high: int) -> Q:
+    return Q(**{f"{path}__isnull": True}) | Q(**{f"{path}__gte": low, f"{path}__lte": high})
+
+
+def _scale_checks() -> list[models.CheckConstraint]:
+    core = Q()
+    for factor in taskforms.CORE_FACTORS:
+        core &= _in_range(f"values__core__{factor.key}", taskforms.CORE_MIN, taskforms.CORE_MAX)
+    core &= _in_range("values__core__overall", taskforms.CORE_OVERALL_MIN,
+                      taskforms.CORE_OVERALL_MAX)
+    face = Q()
+    for aspect in taskforms.FACE_DIALOGUE_ASPECTS:
+        face &= _in_range(f"values__face__{aspect.key}", aspect.low, aspect.high)
+    return [
+        models.CheckConstraint(condition=core, name="annotation_core_scale_ranges"),
+        models.CheckConstraint(condition=face, name="annotation_face_scale_ranges"),
+    ]
+
+
+class Annotation(models.Model):
+    """The submitted labels of one annotator on one item (exactly one: a database constraint)."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE,
+                                      related_name="annotation")
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                  related_name="annotations")
+    values = models.JSONField(help_text="validated per form by taskforms.parse_post")
+    submitted_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    revision_count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["item", "submitted_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"],
+                                    name="annotation_once_per_item_and_annotator"),
+            models.CheckConstraint(condition=Q(updated_at__gte=F("submitted_at")),
+                                   name="annotation_updated_after_submitted"),
+            *_scale_checks(),
+        ]
+
+    def __str__(self) -> str:
+        return f"annotation of {self.item} by {self.annotator}"
+
+
+class AnnotationRevision(models.Model):
+    """Every submitted version of an annotation, so edits keep their history."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE,
+                                   related_name="revisions")
+    number = models.PositiveIntegerField()
+    values = models.JSONField()
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["annotation", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "number"], name="revision_number_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotation_id} v{self.number}"
+
+
+class Draft(models.Model):
+    """The autosaved, possibly incomplete form of an assignment (at most one)."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="draft")
+    values = models.JSONField(default=dict)
+    saved_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"draft of {self.assignment}"

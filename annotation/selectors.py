@@ -1,0 +1,508 @@
+"""Reads of the annotation app: the item page, study pages, dashboard and export rows.
+
+The item page is what an annotator's browser receives, so everything it shows is built here
+from the item snapshot and never includes a system's name, slug, id, submission or score: a
+response is "System <letter>" and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from django.core.cache import cache
+from django.db.models import Count, Max, Q, Sum
+
+from evaluation.highlight import span_segments
+from evaluation.metrics.quotes import extract_quotes
+from evaluation.models import DialogueItem, Review
+
+from . import taskforms
+from .models import Annotation, Assignment, BlindingEntry, Draft, Study, StudyItem, StudyMember
+
+# --- the item page -------------------------------------------------------------------------
+
+
+@dataclass
+class Point:
+    value: str
+    label: str
+    key: str = ""
+    anchor: str = ""
+    checked: bool = False
+
+
+@dataclass
+class ScaleRow:
+    """One single-choice question: a citation verdict, a Likert scale, a factor, an aspect."""
+
+    name: str
+    label: str
+    points: list[Point]
+    question: str = ""
+    help: str = ""
+    group: str = ""
+    current: str | None = None
+
+
+def _scale(name, label, low, high, current, *, question="", help="", group="", anchors=None):
+    anchors = anchors or {}
+    points = [Point(str(v), str(v), str(v) if v <= 9 else "", anchors.get(str(v), ""),
+                    current is not None and str(current) == str(v))
+              for v in range(low, high + 1)]
+    return ScaleRow(name, label, points, question, help, group,
+                    None if current is None else str(current))
+
+
+def item_layout(item: StudyItem, study: Study, *, swapped: bool = False, quote_checker=None,
+                candidate_ids: tuple[str, ...] | None = None) -> taskforms.Layout:
+    """What the item asks for (forms, quotes, scales, rated turns, candidates)."""
+    forms = tuple(f for f in study.forms if f in taskforms.MODE_FORMS[item.mode])
+    quote_count = len(extract_quotes(item.response_text)) if item.mode == "response" else 0
+    rated = tuple(t["index"] for t in item.context if t.get("rated"))
+    if item.mode == StudyItem.Mode.RECOMMEND and candidate_ids is None:
+        candidate_ids = tuple(_candidate_links(item).values_list("item__external_id", flat=True))
+    return taskforms.Layout(
+        forms=forms, quote_count=quote_count,
+        likert_scales=tuple(study.likert_scales) if taskforms.LIKERT in forms else (),
+        rated_turns=rated if item.mode == StudyItem.Mode.CONVERSATION else (),
+        candidate_ids=candidate_ids or (), quote_checker=quote_checker, swapped=swapped)
+
+
+def _candidate_links(item: StudyItem):
+    return DialogueItem.objects.filter(dialogue_id=item.dialogue_id,
+                                       role=DialogueItem.Role.CANDIDATE)
+
+
+def recommend_quote_checker(item: StudyItem):
+    """Check captured quotes against the candidates' reviews (one query, on first use)."""
+    texts: dict[str, tuple[str, str]] = {}
+
+    def check(review_id, start, end, text, item_id) -> bool:
+        if not texts:
+            rows = Review.objects.filter(item__in=_candidate_links(item).values("item")
+                                         ).values_list("external_id", "text", "item__external_id")
+            texts.update({rid: (body, owner) for rid, body, owner in rows})
+        body, owner = texts.get(review_id, ("", None))
+        return owner == item_id and body[start:end] == text
+
+    return check
+
+
+def _current_values(assignment: Assignment) -> tuple[dict, str]:
+    """The autosaved draft if there is one, else the submitted annotation, else nothing."""
+    draft = Draft.objects.filter(assignment=assignment).values_list("values", flat=True).first()
+    if draft is not None:
+        return draft, "draft"
+    if assignment.status == Assignment.Status.SUBMITTED:
+        values = (Annotation.objects.filter(assignment=assignment)
+                  .values_list("values", flat=True).first())
+        if values is not None:
+            return values, "submitted"
+    return {}, "new"
+
+
+def _letters(item: StudyItem) -> dict[int, str]:
+    ids = [pk for pk in (item.blind_id, item.blind_b_id) if pk]
+    return dict(BlindingEntry.objects.filter(pk__in=ids).values_list("pk", "letter")) if ids \
+        else {}
+
+
+ITEM_STATIC_SECONDS = 600
+
+
+def item_static(item: StudyItem, study: Study) -> dict:
+    """What an item page shows that never changes: its letters, cited reviews, candidates.
+
+    Items are snapshots, the blinding map is drawn once, and a benchmark cannot be replaced
+    while a study uses it, so each web process keeps this for ten minutes: the hot item page
+    then needs no query for it (docs/performance.md).
+    """
+    key = (f"annotation:item-static:{item.pk}:{item.study_id}:{item.dialogue_id}:"
+           f"{study.created_at.timestamp()}")
+    found = cache.get(key)
+    if found is None:
+        found = {"letters": _letters(item)}
+        if item.mode in (StudyItem.Mode.RESPONSE, StudyItem.Mode.PAIRWISE):
+            found["reviews"] = _reviews_for(study, item.citations, item.citations_b)
+        elif item.mode == StudyItem.Mode.RECOMMEND:
+            links = _candidate_links(item).select_related("item").order_by("position")
+            candidates = [link.item for link in links]
+            by_item = defaultdict(list)
+            for review in Review.objects.filter(item__in=candidates).order_by("external_id"):
+                by_item[review.item_id].append(review)
+            found["candidates"] = [(c, by_item[c.pk]) for c in candidates]
+        cache.set(key, found, ITEM_STATIC_SECONDS)
+    return found
+
+
+def _find(text: str, quote: str) -> int:
+    start = text.find(quote)
+    return start if start >= 0 else text.lower().find(quote.lower())
+
+
+@dataclass
+class ResponseView:
+    letter: str
+    segments: list
+    quotes: list  # (number, Quote, ScaleRow | None)
+    reviews: list = field(default_factory=list)
+
+
+def _response_view(text: str, citations: list[dict], letter: str, reviews: dict,
+                   values: dict | None, *, rows: bool) -> ResponseView:
+    quotes = extract_quotes(text)
+    label_to_review = {c["label"]: c["review_id"] for c in citations}
+    verdicts = (values or {}).get("citations", {})
+    listed = []
+    spans_by_review: dict[str, list] = defaultdict(list)
+    for n, quote in enumerate(quotes):
+        row = None
+        if rows:
+            current = verdicts.get(str(n), taskforms.CITATION_DEFAULT)
+            row = ScaleRow(f"citation-{n}", f"Quote {n + 1}", [
+                Point(c.value, c.label, c.key, c.help, c.value == current)
+                for c in taskforms.CITATION_VERDICTS], question=quote.text, current=current)
+        listed.append((n + 1, quote, row))
+        for label in quote.labels:
+            review_id = label_to_review.get(label)
+            review = reviews.get(review_id)
+            if review is not None:
+                start = _find(review.text, quote.text)
+                if start >= 0:
+                    spans_by_review[review_id].append((start, start + len(quote.text), n + 1))
+    shown = []
+    for citation in citations:
+        review = reviews.get(citation["review_id"])
+        if review is not None and review not in [r["review"] for r in shown]:
+            labels = [c["label"] for c in citations if c["review_id"] == citation["review_id"]]
+            shown.append({"review": review, "labels": labels,
+                          "segments": span_segments(review.text,
+                                                    spans_by_review[citation["review_id"]])})
+    segments = span_segments(text, [(q.start, q.end, n + 1) for n, q in enumerate(quotes)])
+    return ResponseView(letter, segments, listed, shown)
+
+
+def item_page(*, assignment: Assignment) -> dict:
+    """Everything the item page shows, in at most two queries beyond the assignment."""
+    item, study = assignment.item, assignment.item.study
+    values, state = _current_values(assignment)
+    static = item_static(item, study)
+    context = {
+        "study": study, "assignment": assignment, "item": item, "values": values,
+        "state": state, "turns": item.context, "comment": values.get("comment", ""),
+        "flagged": bool(values.get("flag")), "flag_reason": values.get("flag_reason", ""),
+        "minutes_left": max(1, round(assignment.seconds_left / 60)),
+        "is_practice": item.kind == StudyItem.Kind.CALIBRATION,
+    }
+    builder = {
+        StudyItem.Mode.RESPONSE: _response_page,
+        StudyItem.Mode.CONVERSATION: _conversation_page,
+        StudyItem.Mode.RECOMMEND: _recommend_page,
+        StudyItem.Mode.PAIRWISE: _pairwise_page,
+    }[item.mode]
+    context.update(builder(assignment, item, study, values, static))
+    layout = context.pop("layout")
+    context["forms"] = set(layout.forms)
+    if context["is_practice"] and state == "submitted":
+        context["practice_feedback"] = practice_feedback(item.expected, values)
+    return context
+
+
+def _reviews_for(study: Study, *citation_lists) -> dict:
+    ids = {c["review_id"] for citations in citation_lists for c in citations}
+    if not ids:
+        return {}
+    rows = Review.objects.filter(benchmark_id=study.benchmark_id, external_id__in=ids)
+    return {r.external_id: r for r in rows.select_related("item")}
+
+
+def _response_page(assignment, item, study, values, static) -> dict:
+    layout = item_layout(item, study)
+    response = _response_view(item.response_text, item.citations,
+                              static["letters"][item.blind_id], static["reviews"],
+                              values, rows=taskforms.CITATION in layout.forms)
+    chosen = set(values.get("errors", []))
+    likert = values.get("likert", {})
+    scales = [_scale(f"likert-{s['key']}", s.get("label", s["key"]), s["min"], s["max"],
+                     likert.get(s["key"]), question=s.get("question", ""),
+                     anchors={str(k): v for k, v in s.get("anchors", {}).items()})
+              for s in layout.likert_scales]
+    return {"layout": layout, "response": response, "likert_rows": scales,
+            "checklist": [(c, c.value in chosen) for c in taskforms.ERROR_CATEGORIES]}
+
+
+def _conversation_page(assignment, item, study, values, static) -> dict:
+    layout = item_layout(item, study)
+    face = values.get("face", {})
+    core = values.get("core", {})
+    turns = []
+    for turn in item.context:
+        rows = []
+        if turn.get("rated") and taskforms.FACE in layout.forms:
+            current = face.get("turns", {}).get(str(turn["index"]), {})
+            rows = [_scale(f"face-turn-{turn['index']}-{a.key}", a.label, a.low, a.high,
+                           current.get(a.key), question=a.question)
+                    for a in taskforms.FACE_TURN_ASPECTS]
+        turns.append({**turn, "rows": rows})
+    return {
+        "layout": layout, "turns": turns, "letter": static["letters"][item.blind_id],
+        "face_rows": [_scale(f"face-{a.key}", a.label, a.low, a.high, face.get(a.key),
+                             question=a.question) for a in taskforms.FACE_DIALOGUE_ASPECTS],
+        "core_rows": [_scale(f"core-{f.key}", f.name, taskforms.CORE_MIN, taskforms.CORE_MAX,
+                             core.get(f.key), help=f.definition, group=f.dimension)
+                      for f in taskforms.CORE_FACTORS],
+        "core_overall": core.get("overall"),
+        "core_overall_question": taskforms.CORE_OVERALL_QUESTION,
+    }
+
+
+def _recommend_page(assignment, item, study, values, static) -> dict:
+    pool = list(static["candidates"])
+    # The pool's stored order could hint at the answer; each annotator sees their own shuffle.
+    random.Random(f"candidates:{assignment.pk}").shuffle(pool)
+    layout = item_layout(item, study, candidate_ids=tuple(c.external_id for c, _ in pool))
+    rec = values.get("recommend", {})
+    picked = set(rec.get("items", []))
+    cited = {q["review_id"] for q in rec.get("quotes", [])}
+    user_turns = [t["index"] for t in item.context if t["role"] == "user"]
+    return {
+        "layout": layout,
+        "request_index": user_turns[-1] if user_turns else None,
+        "candidates": [{"item": c, "reviews": reviews, "picked": c.external_id in picked}
+                       for c, reviews in pool],
+        "cited_reviews": cited, "rec_text": rec.get("text", ""),
+        "rec_quotes": rec.get("quotes", []),
+        "rec_quotes_json": json.dumps(rec.get("quotes", [])),
+        "max_items": taskforms.RECOMMEND_MAX_ITEMS,
+    }
+
+
+def _pairwise_page(assignment, item, study, values, static) -> dict:
+    layout = item_layout(item, study, swapped=assignment.swapped)
+    letters, reviews = static["letters"], static["reviews"]
+    a = _response_view(item.response_text, item.citations, letters[item.blind_id], reviews,
+                       None, rows=False)
+    b = _response_view(item.response_b_text, item.citations_b, letters[item.blind_b_id],
+                       reviews, None, rows=False)
+    left, right = (b, a) if assignment.swapped else (a, b)
+    pair = values.get("pairwise", {})
+    shown = taskforms.pairwise_to_display(pair.get("choice"), assignment.swapped)
+    row = ScaleRow("pair-choice", "Which response is better?", [
+        Point("left", f"System {left.letter} is better", "1", "", shown == "left"),
+        Point("tie", "Tie", "2", "", shown == "tie"),
+        Point("right", f"System {right.letter} is better", "3", "", shown == "right"),
+    ], current=shown)
+    return {"layout": layout, "left": left, "right": right, "pair_row": row,
+            "pair_reason": pair.get("reason", "")}
+
+
+def practice_feedback(expected: dict, values: dict) -> list[dict]:
+    given = dict(taskforms.flatten(values))
+    rows = []
+    for name, want in expected.items():
+        got = given.get(name)
+        if name == "recommend.items":
+            ok = bool(set(str(got or "").split("|")) & set(want))
+            want = " or ".join(want)
+        else:
+            ok = got == want
+        rows.append({"field": name.replace("citation.", "quote ").replace(".", " "),
+                     "expected": str(want).replace("_", " "),
+                     "given": str(got or "—").replace("_", " "), "ok": ok})
+    return rows
+
+
+# --- study pages ---------------------------------------------------------------------------
+
+def memberships_for_user(*, user) -> list[dict]:
+    members = (StudyMember.objects.filter(user=user).select_related("study")
+               .annotate(submitted=Count("assignments", filter=Q(
+                   assignments__status=Assignment.Status.SUBMITTED)))
+               .order_by("-study__created_at"))
+    return [{"member": m, "study": m.study, "submitted": m.submitted} for m in members]
+
+
+def authored_studies(*, user):
+    studies = Study.objects.select_related("benchmark").annotate(
+        item_count=Count("items", distinct=True), member_count=Count("members", distinct=True))
+    return studies if user.is_staff else studies.filter(author=user)
+
+
+def member_progress(*, member: StudyMember) -> dict:
+    counts = Counter(member.assignments.values_list("status", flat=True))
+    return {"submitted": counts[Assignment.Status.SUBMITTED],
+            "open": counts[Assignment.Status.ACTIVE]}
+
+
+def gold_accuracy(*, study: Study) -> dict[int, tuple[int, int]]:
+    """annotator id -> (matched, checked) over the gold items they submitted."""
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    rows = Annotation.objects.filter(item__study=study, item__kind=StudyItem.Kind.GOLD
+                                     ).values_list("annotator_id", "values", "item__expected")
+    for annotator_id, values, expected in rows:
+        matched, checked = taskforms.gold_score(expected, values)
+        totals[annotator_id][0] += matched
+        totals[annotator_id][1] += checked
+    return {k: (m, c) for k, (m, c) in totals.items()}
+
+
+def _source_name(system) -> str:
+    return system.name if system is not None else "Reference responses"
+
+
+def study_dashboard(*, study: Study) -> dict:
+    """Progress per annotator and per system, gold accuracy and flags (authors only)."""
+    members = list(study.members.select_related("user").order_by("joined_at"))
+    stats = {row["member"]: row for row in Assignment.objects.filter(member__study=study)
+             .values("member").annotate(
+                 handed=Count("pk"),
+                 submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
+                 active=Count("pk", filter=Q(status=Assignment.Status.ACTIVE)),
+                 focused=Sum("focused_ms", filter=Q(status=Assignment.Status.SUBMITTED)),
+                 last=Max("last_active_at"))}
+    gold = gold_accuracy(study=study)
+    annotators = []
+    for member in members:
+        row = stats.get(member.pk, {})
+        matched, checked = gold.get(member.user_id, (0, 0))
+        accuracy = matched / checked if checked else None
+        submitted = row.get("submitted", 0)
+        annotators.append({
+            "member": member, "handed": row.get("handed", 0), "submitted": submitted,
+            "active": row.get("active", 0), "last": row.get("last"),
+            "seconds_per_item": (row["focused"] / 1000 / submitted) if submitted and
+            row.get("focused") else None,
+            "gold_checked": checked, "gold_accuracy": accuracy,
+            "below_threshold": accuracy is not None and accuracy < study.gold_pass_threshold,
+        })
+    return {"annotators": annotators, "systems": _system_progress(study),
+            "totals": _totals(study), "flagged": _flagged(study)}
+
+
+def _label_counts(study: Study) -> dict[int, int]:
+    return dict(Annotation.objects.filter(item__study=study, assignment__member__excluded=False)
+                .values_list("item").annotate(n=Count("pk")))
+
+
+def _system_progress(study: Study) -> list[dict]:
+    labels = _label_counts(study)
+    rows: dict[str, dict] = {}
+    items = (study.items.filter(kind=StudyItem.Kind.NORMAL)
+             .select_related("system", "system_b").order_by("position"))
+    for item in items:
+        if item.mode == StudyItem.Mode.RECOMMEND:
+            names = ["Blind recommendation (no system)"]
+        elif item.mode == StudyItem.Mode.PAIRWISE:
+            names = [f"{_source_name(item.system)} vs {_source_name(item.system_b)}"]
+        else:
+            names = [_source_name(item.system)]
+        for name in names:
+            row = rows.setdefault(name, {"name": name, "items": 0, "complete": 0, "labels": 0,
+                                         "target": 0, "modes": set()})
+            got = labels.get(item.pk, 0)
+            row["items"] += 1
+            row["labels"] += got
+            row["target"] += item.target_labels
+            row["complete"] += got >= item.target_labels
+            row["modes"].add(item.get_mode_display())
+    for row in rows.values():
+        row["percent"] = round(100 * min(row["labels"], row["target"]) / row["target"]) \
+            if row["target"] else 0
+        row["modes"] = sorted(row["modes"])
+    return sorted(rows.values(), key=lambda r: r["name"])
+
+
+def _totals(study: Study) -> dict:
+    by_kind = Counter(study.items.values_list("kind", flat=True))
+    labels = _label_counts(study)
+    normal = study.items.filter(kind=StudyItem.Kind.NORMAL).values_list("pk", "target_labels")
+    complete = sum(labels.get(pk, 0) >= target for pk, target in normal)
+    extended = study.items.filter(target_labels__gt=study.overlap_k).count()
+    return {"normal": by_kind["normal"], "calibration": by_kind["calibration"],
+            "gold": by_kind["gold"], "complete": complete,
+            "labels": Annotation.objects.filter(item__study=study).count(),
+            "tie_extensions": extended}
+
+
+def _flagged(study: Study) -> list[Annotation]:
+    return list(Annotation.objects.filter(item__study=study, values__flag=True)
+                .select_related("item", "item__dialogue", "item__system", "annotator")
+                .order_by("-updated_at")[:200])
+
+
+# --- the author's export -------------------------------------------------------------------
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _safe_cell(value) -> object:
+    """Keep spreadsheet programs from running untrusted text (comments, quotes) as a formula."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _system_label(system) -> str:
+    return system.slug if system is not None else "reference"
+
+
+def _detail(item: StudyItem, name: str, values: dict, quotes_cache: dict) -> str:
+    if name.startswith("citation."):
+        if item.pk not in quotes_cache:
+            quotes_cache[item.pk] = extract_quotes(item.response_text)
+        index = int(name.split(".")[1])
+        quotes = quotes_cache[item.pk]
+        return quotes[index].text if index < len(quotes) else ""
+    if name.startswith("recommend.quote."):
+        quote = values["recommend"]["quotes"][int(name.rsplit(".", 1)[1])]
+        return f"{quote['item_id']}/{quote['review_id']}[{quote['start']}:{quote['end']}]"
+    if name == "pairwise.choice":
+        return "a = system, b = system_b"
+    return ""
+
+
+def study_export_rows(*, study: Study, progress=None) -> Iterator[dict]:
+    """One row per item x annotator x field x value; system identities included (authors only)."""
+    members = {m.user_id: m for m in study.members.all()}
+    gold = gold_accuracy(study=study)
+    annotations = (Annotation.objects.filter(item__study=study)
+                   .select_related("item", "item__dialogue", "item__system", "item__system_b",
+                                   "item__blind", "item__blind_b", "annotator", "assignment")
+                   .order_by("item__position", "annotator__username"))
+    total = annotations.count()
+    quotes_cache: dict = {}
+    for done, annotation in enumerate(annotations.iterator(chunk_size=500), 1):
+        item, member = annotation.item, members.get(annotation.annotator_id)
+        matched, checked = gold.get(annotation.annotator_id, (0, 0))
+        base = {
+            "study": study.slug, "item": item.position, "item_mode": item.mode,
+            "item_kind": item.kind, "dialogue_id": item.dialogue.external_id,
+            "turn_index": "" if item.turn_index is None else item.turn_index,
+            "system": "" if item.mode == "recommend" else _system_label(item.system),
+            "system_letter": item.blind.letter if item.blind else "",
+            "submission_id": item.submission_id or "",
+            "system_b": _system_label(item.system_b) if item.mode == "pairwise" else "",
+            "system_b_letter": item.blind_b.letter if item.blind_b else "",
+            "submission_b_id": item.submission_b_id or "",
+            "annotator": annotation.annotator.get_username(),
+            "annotator_excluded": int(bool(member and member.excluded)),
+            "exclusion_reason": member.exclusion_reason if member else "",
+            "annotator_gold_accuracy": round(matched / checked, 4) if checked else "",
+            "queue_position": annotation.assignment.position,
+            "pairwise_swapped": int(annotation.assignment.swapped)
+            if item.mode == "pairwise" else "",
+            "handed_out_at": annotation.assignment.handed_out_at.isoformat(),
+            "submitted_at": annotation.submitted_at.isoformat(),
+            "updated_at": annotation.updated_at.isoformat(),
+            "time_spent_ms": annotation.time_spent_ms,
+            "revisions": annotation.revision_count,
+        }
+        for name, value in taskforms.flatten(annotation.values):
+            yield {**base, "field": name, "value": _safe_cell(value),
+                   "detail": _safe_cell(_detail(item, name, annotation.values, quotes_cache))}
+        if progress and (done % 200 == 0 or done == total):
+            progress("rows", done, total)

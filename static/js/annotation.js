@@ -1,0 +1,282 @@
+/* Concord annotation item page: autosave, focused time, keyboard shortcuts, the exclusive
+ * "No errors", and capturing review quotes for the blind recommendation.
+ *
+ * Untrusted text (reviews, item names) is only ever read from the DOM and written back with
+ * textContent or into form values; nothing here builds HTML from strings. */
+(function () {
+  "use strict";
+
+  const form = document.getElementById("annotation-form");
+  if (!form) return;
+  const draftUrl = form.dataset.draftUrl;
+  const statusEl = document.getElementById("save-status");
+  const focusedInput = form.querySelector("input[name=focused_ms]");
+  const csrfInput = form.querySelector("input[name=csrfmiddlewaretoken]");
+  let submitting = false;
+
+  function setStatus(text, state) {
+    if (!statusEl) return;
+    statusEl.textContent = text;
+    statusEl.className = "save-status state-" + state;
+  }
+
+  // --- focused time: counted only while the page is visible and has the focus ------------
+  let focusedMs = parseInt(focusedInput.value || "0", 10) || 0;
+  const isFocused = () => document.visibilityState === "visible" && document.hasFocus();
+  let activeSince = isFocused() ? performance.now() : null;
+
+  function settleTime() {
+    const now = performance.now();
+    if (activeSince !== null) focusedMs += Math.min(now - activeSince, 60000);
+    activeSince = isFocused() ? now : null;
+    focusedInput.value = String(Math.round(focusedMs));
+  }
+  window.addEventListener("focus", settleTime);
+  window.addEventListener("blur", settleTime);
+  document.addEventListener("visibilitychange", settleTime);
+  setInterval(settleTime, 1000);
+
+  // --- autosave -----------------------------------------------------------------------------
+  let saveTimer = null;
+  let saving = false;
+  let again = false;
+  let dirty = false;  // changed since the last successful save
+  let savedFocusMs = focusedMs;
+
+  function scheduleSave(delay) {
+    if (submitting) return;
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(save, delay);
+  }
+
+  async function save() {
+    if (submitting) return;
+    if (saving) { again = true; return; }
+    saving = true;
+    settleTime();
+    dirty = false;
+    setStatus("Saving…", "saving");
+    try {
+      const response = await fetch(draftUrl, {
+        method: "POST", body: new FormData(form), credentials: "same-origin",
+        headers: { "X-CSRFToken": csrfInput.value, "HX-Request": "true" },
+      });
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      const html = await response.text();
+      const text = new DOMParser().parseFromString(html, "text/html").body.textContent.trim();
+      setStatus(text || "Saved", "draft");
+      savedFocusMs = focusedMs;
+    } catch (error) {
+      setStatus("Not saved yet, retrying…", "error");
+      dirty = true;
+      again = true;
+    } finally {
+      saving = false;
+      if (again) { again = false; scheduleSave(2000); }
+    }
+  }
+
+  // Leaving or hiding the page: send what is unsaved (and the focused time) in a beacon.
+  function beacon() {
+    if (submitting || !navigator.sendBeacon) return;
+    settleTime();
+    if (!dirty && focusedMs - savedFocusMs < 2000) return;
+    if (navigator.sendBeacon(draftUrl, new FormData(form))) {
+      dirty = false;
+      savedFocusMs = focusedMs;
+    }
+  }
+
+  form.addEventListener("change", () => { dirty = true; scheduleSave(150); });
+  form.addEventListener("input", (event) => {
+    if (event.target.matches("textarea, input[type=text], input[type=number], input[type=range]")) {
+      dirty = true;
+      scheduleSave(700);
+    }
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") beacon();
+  });
+  window.addEventListener("pagehide", beacon);
+
+  form.addEventListener("submit", (event) => {
+    if (submitting) { event.preventDefault(); return; }  // a double click sends one request
+    settleTime();
+    submitting = true;
+    clearTimeout(saveTimer);
+    const button = document.getElementById("submit-button");
+    if (button) setTimeout(() => { button.disabled = true; }, 0);
+  });
+
+  // --- the error checklist: "No errors" is exclusive ----------------------------------------
+  const checklist = Array.from(form.querySelectorAll("input[name=error]"));
+  const noErrors = checklist.find((box) => box.value === "no_errors");
+  checklist.forEach((box) => box.addEventListener("change", () => {
+    if (!box.checked) return;
+    if (box === noErrors) {
+      checklist.forEach((other) => { if (other !== box) other.checked = false; });
+    } else if (noErrors) {
+      noErrors.checked = false;
+    }
+  }));
+
+  // --- CoRE overall: the slider and the number box mirror each other ------------------------
+  form.querySelectorAll("input[data-mirror]").forEach((slider) => {
+    const box = document.getElementById(slider.dataset.mirror);
+    slider.addEventListener("input", () => { box.value = slider.value; });
+    box.addEventListener("input", () => { if (box.value !== "") slider.value = box.value; });
+  });
+
+  // --- keyboard -----------------------------------------------------------------------------
+  const rows = Array.from(form.querySelectorAll("[data-row]"));
+  let active = -1;
+
+  function setActive(index, scroll) {
+    if (!rows.length) return;
+    active = Math.max(0, Math.min(index, rows.length - 1));
+    rows.forEach((row, i) => row.classList.toggle("is-active", i === active));
+    if (scroll) rows[active].scrollIntoView({ block: "nearest" });
+  }
+  rows.forEach((row, i) => row.addEventListener("click", () => setActive(i, false)));
+  rows.forEach((row, i) => row.addEventListener("focusin", () => setActive(i, false)));
+  setActive(0, false);
+
+  const isTyping = (el) => el && el.matches &&
+    el.matches("textarea, input[type=text], input[type=number], select, [contenteditable]");
+
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented || event.altKey || event.metaKey) return;
+    const target = event.target;
+    if (event.key === "Enter") {
+      if (target.matches && target.matches("button, a, summary")) return;
+      if (target.tagName === "TEXTAREA" && !event.ctrlKey) return;
+      event.preventDefault();
+      form.requestSubmit();
+      return;
+    }
+    if (isTyping(target) || event.ctrlKey) return;
+    const key = event.key.toLowerCase();
+    if (/^[0-9]$/.test(key) && active >= 0) {
+      const input = rows[active].querySelector(`input[data-key="${key}"]`);
+      if (input) {
+        event.preventDefault();
+        input.click();
+        setActive(active + 1, true);
+      }
+    } else if (key === "j") {
+      event.preventDefault();
+      setActive(active + 1, true);
+    } else if (key === "k") {
+      event.preventDefault();
+      setActive(active - 1, true);
+    } else if (/^[a-z]$/.test(key)) {
+      const box = checklist.find((b) => b.dataset.key === key);
+      if (box) {
+        event.preventDefault();
+        box.click();
+      }
+    }
+  });
+
+  // --- blind recommendation: picks and quotes -----------------------------------------------
+  const quotesInput = document.getElementById("rec-quotes");
+  if (!quotesInput) return;
+  const textBox = document.getElementById("rec-text");
+  const maxItems = 3;
+  let quotes = [];
+  try { quotes = JSON.parse(quotesInput.value || "[]"); } catch (e) { quotes = []; }
+  const picks = Array.from(form.querySelectorAll("input[name=rec-item]"));
+
+  function renderPicks() {
+    const picked = picks.filter((p) => p.checked);
+    document.getElementById("rec-count").textContent = String(picked.length);
+    picks.forEach((p) => {
+      p.disabled = !p.checked && picked.length >= maxItems;
+      p.closest(".candidate").classList.toggle("is-picked", p.checked);
+    });
+    const list = document.getElementById("rec-picked");
+    list.replaceChildren(...picked.map((p) => {
+      const li = document.createElement("li");
+      li.textContent = p.closest(".candidate").dataset.itemName;
+      return li;
+    }));
+  }
+
+  function renderQuotes() {
+    quotesInput.value = JSON.stringify(quotes);
+    document.getElementById("rec-quote-count").textContent = String(quotes.length);
+    const list = document.getElementById("rec-quote-list");
+    list.replaceChildren(...quotes.map((quote, index) => {
+      const li = document.createElement("li");
+      const q = document.createElement("q");
+      q.textContent = quote.text;
+      const where = document.createElement("span");
+      where.className = "muted";
+      where.textContent = " review " + quote.review_id + " ";
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "linkish remove-quote";
+      remove.textContent = "remove";
+      remove.addEventListener("click", () => {
+        quotes.splice(index, 1);
+        renderQuotes();
+        scheduleSave(0);
+      });
+      li.append(q, where, remove);
+      return li;
+    }));
+  }
+
+  function flash(button, message) {
+    const old = button.textContent;
+    button.textContent = message;
+    button.classList.add("is-warning");
+    setTimeout(() => { button.textContent = old; button.classList.remove("is-warning"); }, 1800);
+  }
+
+  function selectionIn(paragraph) {
+    const selection = window.getSelection();
+    if (!selection || selection.rangeCount === 0 || selection.isCollapsed) return null;
+    const range = selection.getRangeAt(0);
+    if (!paragraph.contains(range.startContainer) || !paragraph.contains(range.endContainer)) {
+      return null;
+    }
+    const before = document.createRange();
+    before.selectNodeContents(paragraph);
+    before.setEnd(range.startContainer, range.startOffset);
+    const full = paragraph.textContent;
+    let start = before.toString().length;
+    let end = start + range.toString().length;
+    while (start < end && /\s/.test(full[start])) start += 1;
+    while (end > start && /\s/.test(full[end - 1])) end -= 1;
+    return end > start ? { start, end, text: full.slice(start, end) } : null;
+  }
+
+  form.querySelectorAll(".add-quote").forEach((button) => button.addEventListener("click", () => {
+    const block = button.closest(".review-block");
+    const paragraph = block.querySelector(".review-text");
+    const span = selectionIn(paragraph);
+    if (!span) { flash(button, "Select text in this review first"); return; }
+    const card = button.closest(".candidate");
+    const pick = card.querySelector("input[name=rec-item]");
+    if (!pick.checked) {
+      if (picks.filter((p) => p.checked).length >= maxItems) {
+        flash(button, "You already picked " + maxItems + " places");
+        return;
+      }
+      pick.checked = true;
+    }
+    quotes.push({ item_id: card.dataset.itemId, review_id: paragraph.dataset.reviewId,
+                  start: span.start, end: span.end, text: span.text });
+    block.classList.add("is-cited");
+    const sentence = "I recommend " + card.dataset.itemName + " because \"" + span.text + "\".";
+    textBox.value = textBox.value.trim() ? textBox.value.trimEnd() + " " + sentence : sentence;
+    window.getSelection().removeAllRanges();
+    renderPicks();
+    renderQuotes();
+    scheduleSave(0);
+  }));
+  picks.forEach((p) => p.addEventListener("change", renderPicks));
+  renderPicks();
+  if (quotes.length) renderQuotes();
+})();

@@ -1,0 +1,160 @@
+"""No lost work: autosave, idempotent submit, edit history, focused time, constraints."""
+
+import threading
+
+import pytest
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import services
+from annotation.models import Annotation, AnnotationRevision, Assignment, Draft
+from annotation.selectors import item_layout
+
+from .conftest import full_answers
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def assignment(member):
+    return services.assignment_next(member=member)
+
+
+def answers(assignment, **over):
+    return {**full_answers(item_layout(assignment.item, assignment.item.study)), **over}
+
+
+def urls(assignment):
+    args = [assignment.item.study.slug, assignment.position]
+    return (reverse("annotation:item_detail", args=args),
+            reverse("annotation:item_draft", args=args),
+            reverse("annotation:item_submit", args=args))
+
+
+def test_double_submit_keeps_one_row(client, annotator, assignment):
+    client.force_login(annotator)
+    _, _, submit = urls(assignment)
+    first = client.post(submit, answers(assignment))
+    second = client.post(submit, answers(assignment))
+    assert first.status_code == second.status_code == 303
+    assert Annotation.objects.filter(item=assignment.item).count() == 1
+    assert AnnotationRevision.objects.filter(annotation__item=assignment.item).count() == 1
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.SUBMITTED
+
+
+def test_editing_a_submitted_item_keeps_its_history(annotator, assignment):
+    services.annotation_submit(assignment=assignment, data=answers(assignment))
+    changed = answers(assignment, **{"likert-naturalness": "2"})
+    result = services.annotation_submit(assignment=assignment, data=changed)
+    assert result.changed
+    annotation = Annotation.objects.get(item=assignment.item)
+    assert annotation.revision_count == 2 and annotation.values["likert"]["naturalness"] == 2
+    history = list(annotation.revisions.values_list("number", "values__likert__naturalness"))
+    assert history == [(1, 5), (2, 2)]
+    assert annotation.updated_at >= annotation.submitted_at
+
+
+def test_the_database_allows_one_annotation_per_item_and_annotator(annotator, assignment):
+    services.annotation_submit(assignment=assignment, data=answers(assignment))
+    now = timezone.now()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Annotation.objects.create(assignment=Assignment.objects.create(
+            member=assignment.member, item=assignment.item.study.items.exclude(
+                pk=assignment.item_id).first(), position=99, handed_out_at=now,
+            last_active_at=now), item=assignment.item, annotator=annotator, values={},
+            submitted_at=now, updated_at=now)
+
+
+def test_the_database_rejects_scale_values_out_of_range(annotator, assignment):
+    services.annotation_submit(assignment=assignment, data=answers(assignment))
+    annotation = Annotation.objects.get(item=assignment.item)
+    for values in ({"core": {"overall": 101}}, {"core": {"coherence": 5}},
+                   {"face": {"efficiency": 2}}):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            Annotation.objects.filter(pk=annotation.pk).update(values=values)
+    Annotation.objects.filter(pk=annotation.pk).update(values={"core": {"overall": 100}})
+
+
+def test_the_server_rejects_no_errors_combined_with_errors(client, annotator, assignment):
+    client.force_login(annotator)
+    _, _, submit = urls(assignment)
+    response = client.post(submit, answers(assignment, error=["no_errors", "too_vague"]))
+    assert response.status_code == 400
+    assert "cannot be combined" in response.content.decode()
+    assert not Annotation.objects.exists()
+
+
+def test_an_incomplete_submission_is_kept_as_a_draft_and_explained(client, annotator,
+                                                                   assignment):
+    client.force_login(annotator)
+    page, _, submit = urls(assignment)
+    response = client.post(submit, {"likert-naturalness": "4"})
+    assert response.status_code == 400 and "Rate Informativeness." in response.content.decode()
+    assert Draft.objects.get(assignment=assignment).values == {"likert": {"naturalness": 4}}
+
+
+def test_autosave_survives_a_reload(client, annotator, assignment):
+    client.force_login(annotator)
+    page, draft, _ = urls(assignment)
+    response = client.post(draft, {"likert-naturalness": "2", "comment": "half done",
+                                   "focused_ms": "4200"})
+    assert response.status_code == 200 and b"Saved" in response.content
+    html = client.get(page).content.decode()
+    assert 'name="likert-naturalness" value="2" data-key="2" checked' in html
+    assert "half done" in html and "Draft restored" in html
+    assignment.refresh_from_db()
+    assert assignment.focused_ms == 4200
+
+
+def test_focused_time_only_grows_and_is_stored_with_the_annotation(annotator, assignment):
+    services.draft_save(assignment=assignment, data={}, focused_ms=9000)
+    services.draft_save(assignment=assignment, data={}, focused_ms=3000)  # an older tab
+    assignment.refresh_from_db()
+    assert assignment.focused_ms == 9000
+    services.annotation_submit(assignment=assignment, data=answers(assignment),
+                               focused_ms=12000)
+    assert Annotation.objects.get(item=assignment.item).time_spent_ms == 12000
+    assert not Draft.objects.filter(assignment=assignment).exists()
+
+
+def test_a_closed_study_is_read_only_for_its_members(client, annotator, assignment, study):
+    study.is_open = False
+    study.save()
+    client.force_login(annotator)
+    page, draft, submit = urls(assignment)
+    assert client.get(page).status_code == 200
+    assert client.post(draft, {}).status_code == 403
+    assert client.post(submit, answers(assignment)).status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_tabs_submitting_at_once_give_one_annotation(annotator, tiny_benchmark, author):
+    from .conftest import make_study
+
+    study = make_study(tiny_benchmark, author)
+    member = services.study_member_add(study=study, user=annotator)
+    assignment = services.assignment_next(member=member)
+    _, _, submit = urls(assignment)
+    data = [answers(assignment), answers(assignment, **{"likert-naturalness": "1"})] * 3
+    barrier, codes = threading.Barrier(len(data)), []
+
+    def tab(payload):
+        close_old_connections()
+        client = Client()
+        client.force_login(annotator)
+        barrier.wait()
+        codes.append(client.post(submit, payload).status_code)
+        connection.close()
+
+    threads = [threading.Thread(target=tab, args=(d,)) for d in data]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert codes == [303] * len(data)
+    assert Annotation.objects.filter(item=assignment.item).count() == 1
+    annotation = Annotation.objects.get(item=assignment.item)
+    assert annotation.revisions.count() == annotation.revision_count <= len(data)
