@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def manage(*args, tmp_path, **env):
     full_env = {key: value for key, value in os.environ.items()
-                if key not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_ENV", "DEBUG")}
+                if key not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_ENV", "DEBUG",
+                                   "DJANGO_ALLOW_ASYNC_UNSAFE")}
     full_env.update(CONCORD_VAR_DIR=str(tmp_path), **env)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=full_env,
                           capture_output=True, text=True, timeout=120)
