@@ -14,27 +14,27 @@ def test_benchmark_page_shows_splits_difficulty_types_and_cities(client, tiny_be
     for text in ("Splits", "Difficulty mix", "Item types", "Cities", "Philadelphia", "restaurant",
                  "hard"):
         assert text in page
-    assert "d1" in page and "d2" in page
-    assert "d3" not in page, "hidden dialogues are listed publicly"
+    assert "/dialogues/d1/" in page and "/dialogues/d2/" in page
+    assert "/dialogues/d3/" not in page, "hidden dialogues are listed publicly"
     assert "hidden</strong> split are counted but not shown" in page
 
 
 def test_staff_sees_hidden_dialogues(client, staff, tiny_benchmark):
     client.force_login(staff)
     page = client.get(reverse("benchmark_detail", args=["tiny"])).content.decode()
-    assert "d3" in page
+    assert "/dialogues/d3/" in page
 
 
 def test_htmx_filter_returns_only_the_table(client, tiny_benchmark):
     response = client.get(reverse("benchmark_detail", args=["tiny"]), {"split": "test"},
                           HTTP_HX_REQUEST="true")
     body = response.content.decode()
-    assert "<html" not in body and "d2" in body and "d1" not in body
+    assert "<html" not in body and "/dialogues/d2/" in body and "/dialogues/d1/" not in body
 
 
 def test_hidden_split_filter_is_ignored_for_the_public(client, tiny_benchmark):
     body = client.get(reverse("benchmark_detail", args=["tiny"]), {"split": "hidden"}).content
-    assert b"d3" not in body
+    assert b"/dialogues/d3/" not in body
 
 
 def test_dialogue_viewer_marks_quotes_and_links_reviews(client, tiny_benchmark):

@@ -1,0 +1,78 @@
+"""A real Celery worker process for tests, sharing the test database (not a mock of one)."""
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from kombu import Connection
+
+from config.celery import app
+
+ROOT = Path(__file__).resolve().parents[2]
+FILESYSTEM = "filesystem://"
+
+
+def database_url() -> str:
+    """The test database as a URL, so the worker process writes where the test reads."""
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        return f"postgres://{db['USER'] or 'postgres'}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    return f"sqlite:///{db['NAME']}"
+
+
+def transport_options(url: str, var_dir: Path) -> dict:
+    if url != FILESYSTEM:
+        return {}
+    folders = {name: var_dir / "broker" / name for name in ("queue", "processed", "control")}
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    return {"data_folder_in": str(folders["queue"]), "data_folder_out": str(folders["queue"]),
+            "processed_folder": str(folders["processed"]),
+            "control_folder": str(folders["control"])}
+
+
+@contextmanager
+def celery_worker(broker_url: str, var_dir: Path, **extra_env):
+    """Start `celery -A config worker` on BROKER_URL; yield (kombu connection, process).
+
+    The test process stops running tasks eagerly meanwhile, so the worker must do the work.
+    """
+    env = {**os.environ, "DJANGO_ENV": "development", "DATABASE_URL": database_url(),
+           "CELERY_BROKER_URL": broker_url, "CONCORD_VAR_DIR": str(var_dir), **extra_env}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency=1",
+         "--without-mingle", "--without-gossip", "--loglevel=INFO"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    app.conf.task_always_eager = False
+    try:
+        yield Connection(broker_url, transport_options=transport_options(broker_url, var_dir)), \
+            process
+    finally:
+        app.conf.task_always_eager = True
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for_job(job, process, *, seconds: float = 90) -> None:
+    """Poll the job until it finishes; fail with the worker's log if it never does."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not job.is_finished:
+        time.sleep(0.3)
+        job.refresh_from_db()
+    if not job.is_finished:
+        process.terminate()
+        pytest.fail("the worker never finished the job:\n" + process.communicate()[0][-3000:])
+
+
+def worker_log(process) -> str:
+    process.terminate()
+    return process.communicate(timeout=30)[0]
