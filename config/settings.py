@@ -42,6 +42,16 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
 
 
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -175,6 +185,8 @@ STORAGES = {
 # Uploaded files live outside the static root and are never served by URL.
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "uploads")))
 MAX_UPLOAD_BYTES = env_int("CONCORD_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+# Accepted uploads per system and UTC day, counting runs that later fail (a system may override).
+DAILY_SUBMISSION_QUOTA = env_int("CONCORD_DAILY_SUBMISSION_QUOTA", 5)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -242,11 +254,29 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 NLI_MODEL_PATH = env_str("NLI_MODEL_PATH")
+# The default LLM of CoRE, the Trace and PEPPER judges and the LLM baselines (docs/llm.md); a
+# litellm model string such as "openai/gpt-4o-mini" or "openai/qwen3-8b" with an API base.
+# Commands override each per run (--model, --api-base, --api-key-env). Unset: LLM evaluators
+# refuse to start and say why; everything else runs.
+LLM_MODEL = env_str("CONCORD_LLM_MODEL")
+LLM_API_BASE = env_str("CONCORD_LLM_API_BASE")
+LLM_API_KEY_ENV = env_str("CONCORD_LLM_API_KEY_ENV")  # the *name* of the variable with the key
+LLM_TEMPERATURE = env_float("CONCORD_LLM_TEMPERATURE", 0.0)
+LLM_MAX_TOKENS = env_int("CONCORD_LLM_MAX_TOKENS", 0)  # 0: the provider's default
+LLM_MAX_CONCURRENCY = env_int("CONCORD_LLM_MAX_CONCURRENCY", 4)  # per process
+LLM_MAX_RETRIES = env_int("CONCORD_LLM_MAX_RETRIES", 4)
+LLM_BACKOFF_SECONDS = env_float("CONCORD_LLM_BACKOFF_SECONDS", 1.0)
+LLM_TIMEOUT_SECONDS = env_float("CONCORD_LLM_TIMEOUT_SECONDS", 120.0)
+if LLM_MAX_CONCURRENCY < 1 or LLM_MAX_RETRIES < 0 or LLM_BACKOFF_SECONDS < 0:
+    raise ImproperlyConfigured("CONCORD_LLM_MAX_CONCURRENCY must be at least 1, "
+                               "CONCORD_LLM_MAX_RETRIES and CONCORD_LLM_BACKOFF_SECONDS at least 0")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # litellm logs every call at INFO; Concord's gateway logs retries and failures itself.
+    "loggers": {"LiteLLM": {"level": env_str("LITELLM_LOG_LEVEL", "WARNING")}},
     "root": {
         "handlers": ["console"],
         "level": env_str("LOG_LEVEL", "WARNING" if TESTING else "INFO"),

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Benchmark, Citation, Dialogue, Item, Review, Turn
+from .models import Benchmark, Citation, Dialogue, Item, LLMCacheEntry, Review, Turn
 
 
 @admin.register(Benchmark)
@@ -42,3 +42,16 @@ class DialogueAdmin(admin.ModelAdmin):
 class CitationAdmin(admin.ModelAdmin):
     list_display = ("turn", "label", "review", "start", "end")
     raw_id_fields = ("turn", "review")
+
+
+@admin.register(LLMCacheEntry)
+class LLMCacheEntryAdmin(admin.ModelAdmin):
+    """Cached LLM answers (docs/llm.md): delete a model's entries to get fresh answers."""
+
+    list_display = ("key", "model", "created_at")
+    list_filter = ("model",)
+    search_fields = ("key", "model")
+    readonly_fields = ("key", "model", "response", "created_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -37,3 +37,51 @@ def format_errors_as_command_error():
         yield
     except FormatError as exc:
         raise CommandError("invalid input, nothing was stored:\n" + str(exc)) from exc
+
+
+def add_llm_arguments(parser) -> None:
+    """--model, --api-base, --api-key-env, --temperature, --max-tokens (docs/llm.md)."""
+    group = parser.add_argument_group("LLM (defaults: the CONCORD_LLM_* settings)")
+    group.add_argument("--model", help="litellm model string, e.g. openai/gpt-4o-mini")
+    group.add_argument("--api-base", help="an OpenAI-compatible server, e.g. "
+                                          "http://127.0.0.1:8001/v1 (vLLM, Ollama, local_server)")
+    group.add_argument("--api-key-env", help="name of the environment variable with the API key")
+    group.add_argument("--temperature", type=float)
+    group.add_argument("--max-tokens", type=int)
+
+
+def llm_model_options(opts: dict, model: str | None = None) -> dict:
+    """A run-configuration model entry from the command's LLM options (MODEL overrides)."""
+    # Imported here: the LLM layer loads litellm, which takes seconds to import.
+    from .llm.gateway import LLMConfigurationError
+    from .llm_runs import model_options
+
+    try:
+        return model_options(model=model or opts.get("model"), api_base=opts.get("api_base"),
+                             api_key_env=opts.get("api_key_env"),
+                             temperature=opts.get("temperature"),
+                             max_tokens=opts.get("max_tokens"))
+    except LLMConfigurationError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def format_usage(usage: dict) -> str:
+    """One paragraph on an LLM run's tokens and money (unknown cost is said, never $0)."""
+    if not usage:
+        return ""
+    cost = usage.get("cost_usd")
+    money = "unknown (no price for this model)" if cost is None else f"${cost:.6f}"
+    lines = [
+        f"LLM usage ({usage.get('model', '')}): {usage.get('calls', 0)} calls, "
+        f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} "
+        f"completion tokens, cost {money}",
+        f"  from the cache (free): {usage.get('cached_calls', 0)} calls, "
+        f"{usage.get('cached_prompt_tokens', 0)} prompt + "
+        f"{usage.get('cached_completion_tokens', 0)} completion tokens; failed calls: "
+        f"{usage.get('failed_calls', 0)}",
+    ]
+    for name, stage in (usage.get("stages") or {}).items():
+        total = (stage["total_tokens"] + stage["cached_prompt_tokens"]
+                 + stage["cached_completion_tokens"])
+        lines.append(f"  {name}: {stage['calls'] + stage['cached_calls']} calls, {total} tokens")
+    return "\n".join(lines)

@@ -402,3 +402,65 @@ class MetricSummary(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric}={self.value}"
+
+
+class LLMCacheEntry(models.Model):
+    """One LLM answer, keyed by sha256 of (model, messages, generation parameters).
+
+    The gateway's persistent response cache (`evaluation.llm_cache.DatabaseResponseCache`):
+    every process and worker sharing the database shares it, so re-running an evaluation makes
+    no LLM call and gets the same answers. `response` is the gateway's cached form (text,
+    token counts, cost or null, logprobs).
+    """
+
+    key = models.CharField(max_length=64, unique=True)
+    model = models.CharField(max_length=200)
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LLM cache entry"
+        verbose_name_plural = "LLM cache entries"
+        constraints = [
+            models.CheckConstraint(condition=Q(key__regex=r"^[0-9a-f]{64}$"),
+                                   name="llmcacheentry_key_is_sha256"),
+        ]
+        indexes = [models.Index(fields=["model", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.key[:12]}"
+
+
+class DebateTurn(models.Model):
+    """One role's statement and 0–100 score in one round of a CoRE debate on one log.
+
+    CoRE (seed 000, §4.2): every round is kept, including a role whose answer was unusable
+    (`failure`; `carried_over` when its previous score stood in), so the transcript, the final
+    score and the agreement-over-rounds chart never hide a failed turn.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="debate_turns")
+    unit_id = models.CharField(max_length=250, help_text="the log")
+    dialogue_id = models.CharField(max_length=200, help_text="the cluster for the bootstrap")
+    round = models.PositiveSmallIntegerField()
+    role = models.CharField(max_length=40)
+    position = models.PositiveSmallIntegerField(help_text="the role's place in the debate")
+    score = models.FloatField(null=True, blank=True, help_text="null: no usable score")
+    statement = models.TextField(blank=True)
+    failure = models.TextField(blank=True)
+    carried_over = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        ordering = ["run", "unit_id", "round", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "unit_id", "round", "role"],
+                                    name="debateturn_once_per_round_and_role"),
+            models.CheckConstraint(condition=Q(round__gte=1), name="debateturn_round_from_1"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=100),
+                name="debateturn_score_0_to_100"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unit_id} round {self.round} {self.role}: {self.score}"

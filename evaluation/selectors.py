@@ -10,6 +10,7 @@ from django.db.models import Count
 from .formats.bundle import Bundle
 from .formats.submission import SubmissionReference, iter_turn_records
 from .highlight import quote_segments, span_segments
+from .llm.names import LLM_EVALUATOR_NAMES
 from .metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
 from .models import (
     BENCHMARK_FIELDS,
@@ -240,9 +241,18 @@ def run_suite_config(run: Run) -> SuiteConfig:
     return suite_config_from_options(run.config.get("suite", {}))
 
 
+def run_metric_specs(run: Run):
+    """The metrics the run's evaluator can produce (the Trace suite's or an LLM evaluator's)."""
+    if run.evaluator in LLM_EVALUATOR_NAMES:
+        from .llm.evaluators import EVALUATORS  # loads litellm: only for LLM runs
+
+        return EVALUATORS[run.evaluator].metrics
+    return metric_specs(run_suite_config(run))
+
+
 def run_results(*, run: Run) -> dict:
     """System-level results of a run: per metric value, 95% CI, std, n, direction, axis."""
-    specs = {spec.name: spec for spec in metric_specs(run_suite_config(run))}
+    specs = {spec.name: spec for spec in run_metric_specs(run)}
     metrics = {}
     for summary in run.summaries.order_by("pk"):
         spec = specs.get(summary.metric)

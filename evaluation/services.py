@@ -25,6 +25,7 @@ from .formats.submission import (
     write_turn_submission,
 )
 from .jobs import job_begin, job_create, job_finish, job_progress
+from .llm.names import LLM_EVALUATOR_NAMES
 from .metrics.entailment import load_nli_model
 from .metrics.suite import SUITE_NAME, SUITE_VERSION, evaluate_submission, metric_specs
 from .metrics.types import Unavailable
@@ -217,8 +218,12 @@ def run_process(*, job_id: int, progress: Progress | None = None) -> Run | None:
         if progress is not None:
             progress(stage, done, total)
 
+    execute = run_execute
+    if run.evaluator in LLM_EVALUATOR_NAMES:
+        # Imported here: the LLM layer loads litellm, which takes seconds to import.
+        from .llm_runs import llm_run_execute as execute
     try:
-        result = run_execute(run=run, progress=report)
+        result = execute(run=run, progress=report)
     except FormatError as exc:
         job_finish(job_id, error=f"The stored submission is not readable: {exc}")
     except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up

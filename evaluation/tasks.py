@@ -28,3 +28,13 @@ def import_benchmark_job(job_id: int) -> None:
 def evaluate_run_job(job_id: int) -> None:
     """Execute an evaluation run (the job of a `Run`); safe to deliver twice."""
     run_process(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def evaluate_llm_run_job(job_id: int) -> None:
+    """Execute an LLM evaluator run (CoRE, Trace judge, PEPPER judge); safe to deliver twice.
+
+    A task of its own so that service deployments can route LLM work (slow, rate-limited,
+    network-bound) to its own workers with `CELERY_TASK_ROUTES`; the body is the same.
+    """
+    run_process(job_id=job_id)

@@ -7,6 +7,7 @@ from . import selectors
 from .access import (
     benchmarks_for_user,
     can_manage_benchmark,
+    can_see_hidden_units,
     get_benchmark_for_user,
     get_dialogue_for_user,
     get_item_for_user,
@@ -14,6 +15,7 @@ from .access import (
     get_run_for_user,
 )
 from .jobs import jobs_fail_stale
+from .llm.names import LLM_EVALUATOR_NAMES
 from .models import Split
 
 
@@ -80,4 +82,9 @@ def run_detail(request, run_id):
     context = {"run": run, "results": results, "job": run.job,
                "axes": selectors.metrics_by_axis(results["metrics"]),
                "config_json": selectors.pretty_json(run.config)}
+    if run.evaluator in LLM_EVALUATOR_NAMES:
+        from .llm_selectors import run_llm_report  # loads litellm: only for LLM runs
+
+        context["llm"] = run_llm_report(run=run, page=request.GET.get("page"),
+                                        include_hidden=can_see_hidden_units(request.user, run))
     return render(request, "evaluation/run_detail.html", context)

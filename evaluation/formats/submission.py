@@ -425,6 +425,18 @@ def _check_log_line(record, name, number, reference, first_line, issues) -> None
                 issues.add(name, number, f"{path}[{position}]", f"unknown item id {item_id!r}")
 
 
+def iter_log_records(source, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[dict]:
+    """The schema-valid conversations of a (validated) `log` submission, in file order; raises
+    FormatError at the end if any line is unreadable (see `iter_turn_records`)."""
+    issues = IssueCollector()
+    with open_source(source, name=DEFAULT_NAME[LOG], max_bytes=max_bytes) as (stream, name):
+        for _, record in _json_lines(stream, name, SCHEMAS[LOG], issues, max_bytes=max_bytes,
+                                     max_line_bytes=max_line_bytes):
+            yield record
+    issues.raise_if_any()
+
+
 def validate_submission(source, *, protocol: str, reference: SubmissionReference,
                         splits: Sequence[str] | None = None, **limits) -> SubmissionSummary:
     if protocol == TURN:

@@ -6,4 +6,8 @@
 - ``pepper_judge``: the PEPPER qualitative judge.
 - ``baselines``: LLM Zero-Shot and RAG-Citation baselines (Trace).
 - ``local_server``: a local Hugging Face model behind an OpenAI-compatible API.
+- ``evaluators`` / ``names``: what each LLM evaluator declares (metrics, version, protocol).
+- ``adapters``: Concord's formats as the judges' and baselines' inputs.
+- ``charts``: the agreement-over-rounds chart as SVG coordinates.
+- ``cost_report``: CoRE's tokens per log, measured against a local dry-run server.
 """

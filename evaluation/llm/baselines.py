@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaluation.metrics.quotes import extract_labels
+
 from .gateway import LLMGateway, ModelConfig, UsageMeter
 from .judging import DEFAULT_MAX_REASKS, Parsed, ask_until_parsed, extract_json_object
 
@@ -181,11 +183,24 @@ def zero_shot_turn(
         context if isinstance(context, DialogueContext) else DialogueContext.from_dict(context)
     )
     ids = [c.id for c in context.candidates]
+
+    def parse(text: str) -> Parsed[_Answer]:
+        answer = parse_ranked_answer(text, ids)
+        if answer.value is not None:
+            labels = sorted({m.label for m in extract_labels(answer.value.response)})
+            if labels:
+                # A submission's labels must map to reviews, and this baseline was given none.
+                return Parsed(
+                    problem=f"the response uses citation labels ({', '.join(labels)}) but no "
+                    "review was given to cite; write no square-bracketed labels"
+                )
+        return answer
+
     outcome = ask_until_parsed(
         gateway,
         config,
         zero_shot_messages(context),
-        lambda text: parse_ranked_answer(text, ids),
+        parse,
         _reask,
         max_reasks=max_reasks,
         meter=meter,
@@ -317,6 +332,31 @@ def cited_quotes(
     return citations, verbatim_long
 
 
+def label_citations(
+    response: str, evidence: Sequence[EvidenceSentence], citations: Sequence[dict[str, str]]
+) -> tuple[list[dict[str, str]], list[str]]:
+    """``citations`` plus an entry for every other label of ``response`` that names evidence
+    (e.g. ``as one guest says [R3]``), and the labels that name no evidence sentence.
+
+    Every label of a submitted response must map to a review (formats spec §2), which is what
+    lets the grounding metrics check it.
+    """
+    by_label = {e.label: e for e in evidence}
+    cited = list(citations)
+    mapped = {c["label"] for c in cited}
+    unknown: list[str] = []
+    for mention in extract_labels(response):
+        if mention.label in mapped or mention.label in unknown:
+            continue
+        source = by_label.get(mention.label)
+        if source is None:
+            unknown.append(mention.label)
+            continue
+        cited.append({"label": mention.label, "review_id": source.review_id})
+        mapped.add(mention.label)
+    return cited, unknown
+
+
 def rag_citation_turn(
     context: DialogueContext | Mapping[str, Any],
     evidence: Sequence[EvidenceSentence],
@@ -341,6 +381,12 @@ def rag_citation_turn(
             return Parsed(
                 problem=f"the response has no quote of at least {MIN_QUOTE_TOKENS} words copied "
                 "exactly from a labelled evidence sentence, followed by that label"
+            )
+        citations, unknown = label_citations(answer.value.response, evidence, citations)
+        if unknown:
+            return Parsed(
+                problem=f"the response cites labels that name no evidence sentence: "
+                f"{', '.join(unknown)}"
             )
         return Parsed((answer.value, citations))
 

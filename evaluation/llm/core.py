@@ -279,6 +279,41 @@ class DebateResult:
             for turn in debate_round.turns
         ]
 
+    @classmethod
+    def from_records(
+        cls,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        final_score: float | None = None,
+        stopped: str = "",
+        failure: str | None = None,
+        tolerance: float = 0.0,
+    ) -> DebateResult:
+        """A stored debate back from ``records()`` rows (any order), with each round's spread
+        and agreement recomputed from the roles' latest scores."""
+        by_round: dict[int, list[DebateTurn]] = {}
+        for row in records:
+            by_round.setdefault(int(row["round"]), []).append(
+                DebateTurn(
+                    int(row["round"]),
+                    str(row["role"]),
+                    row.get("score"),
+                    row.get("statement") or "",
+                    row.get("failure") or None,
+                    bool(row.get("carried_over")),
+                    int(row.get("attempts") or 1),
+                )
+            )
+        rounds, latest = [], {}
+        for number in sorted(by_round):
+            turns = tuple(by_round[number])
+            latest.update({t.role: float(t.score) for t in turns if t.score is not None})
+            complete = all(t.score is not None for t in turns) and latest
+            spread = max(latest.values()) - min(latest.values()) if complete else None
+            agreed = spread is not None and spread <= tolerance
+            rounds.append(DebateRound(number, turns, agreed=agreed, spread=spread))
+        return cls(tuple(rounds), final_score, stopped, failure, latest)
+
 
 _DEBATE_TASK = """\
 Several evaluators, you among them, have examined a conversational recommender system. The \

@@ -1,4 +1,10 @@
-"""`manage.py evaluate`: validate a `turn` submission, store it, run the Trace suite, report.
+"""`manage.py evaluate`: validate a submission, store it, run an evaluator, report.
+
+`--evaluator trace` (the default) runs the Trace metric suite on a `turn` submission; the LLM
+evaluators (docs/llm.md) are `core` (CoRE: twelve factors and a debate, `log` submissions),
+`trace_judge` (Trace LLM judge, `turn`) and `pepper_judge` (PEPPER judge, `log`), each with
+the model given by --model/--api-base/--api-key-env or the CONCORD_LLM_* settings.
+`--submission-id` re-evaluates a stored submission (with the LLM cache, at no cost).
 
 By default the run executes in this process (the same `run_process` a worker runs, recording
 the Run's job progress in the database, so `/jobs/<id>/` shows it too); `--worker` enqueues it
@@ -13,24 +19,40 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from evaluation.cli import ProgressBars, format_errors_as_command_error
+from evaluation.cli import (
+    ProgressBars,
+    add_llm_arguments,
+    format_errors_as_command_error,
+    format_usage,
+    llm_model_options,
+)
+from evaluation.formats.submission import LOG, TURN
 from evaluation.jobs import jobs_fail_stale
 from evaluation.models import Benchmark, Job
 from evaluation.selectors import run_results, run_unit_rows
 from evaluation.services import run_create, run_process
-from leaderboard.models import System
+from leaderboard.models import Submission, System
 from leaderboard.services import submission_create, system_create
 
 WORKER_TIMEOUT_SECONDS = 6 * 3600
+TRACE = "trace"
+LLM_EVALUATORS = {"core": LOG, "trace_judge": TURN, "pepper_judge": LOG}  # name -> protocol
 
 
 class Command(BaseCommand):
-    help = ("Validate a turn-protocol submission for a benchmark, store it and evaluate it with "
-            "every automated Trace metric (95% cluster-bootstrap CIs).")
+    help = ("Validate a submission for a benchmark, store it and evaluate it: every automated "
+            "Trace metric (default), or an LLM evaluator (core, trace_judge, pepper_judge); "
+            "95% cluster-bootstrap CIs.")
 
     def add_arguments(self, parser):
         parser.add_argument("--benchmark", required=True, help="benchmark slug")
-        parser.add_argument("--submission", required=True, help="submission .jsonl file")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--submission", help="submission .jsonl file")
+        source.add_argument("--submission-id", type=int,
+                            help="evaluate a stored submission of the benchmark again")
+        parser.add_argument("--evaluator", default=TRACE, choices=[TRACE, *LLM_EVALUATORS],
+                            help="trace (metrics, turn protocol), core (log), trace_judge "
+                                 "(turn) or pepper_judge (log)")
         parser.add_argument("--system", help="system name (default: the file's name)")
         parser.add_argument("--split", action="append", dest="splits",
                             help="evaluate this split (repeatable; default: every split the "
@@ -47,22 +69,40 @@ class Command(BaseCommand):
         parser.add_argument("--worker", action="store_true",
                             help="let a Celery worker run the evaluation and follow its progress")
         parser.add_argument("--no-progress", action="store_true")
+        add_llm_arguments(parser)
+        core = parser.add_argument_group("CoRE")
+        core.add_argument("--debate-model", help="the debate's model (default: --model)")
+        core.add_argument("--judge", action="append", dest="judges", default=[],
+                          metavar="MODEL", help="another candidate judge model (repeatable): "
+                          "each factor goes to the judge with the highest QWK against the "
+                          "human CoRE ratings of --human-study")
+        core.add_argument("--human-study", help="study slug (default: the newest study on the "
+                          "benchmark with the CoRE form)")
+        core.add_argument("--no-debate", action="store_true", help="score the factors only")
+        core.add_argument("--max-rounds", type=int, default=4, help="debate rounds at most")
+        core.add_argument("--debate-buffer", choices=["all_rounds", "latest_round"],
+                          default="all_rounds", help="what later rounds see: every earlier "
+                          "round (the seed; the prompt grows linearly) or the latest one only")
+        parser.add_argument("--max-reasks", type=int, default=2,
+                            help="re-asks after an unusable LLM answer before it is recorded "
+                                 "as a failure")
 
     def handle(self, *args, **opts):
         benchmark = Benchmark.objects.filter(slug=opts["benchmark"]).first()
         if benchmark is None:
             raise CommandError(f"no benchmark {opts['benchmark']!r}")
-        path = Path(opts["submission"])
-        suite = {"pool_mode": opts["pool"]}
-        if opts["no_text"]:
-            suite["text_metrics"] = False
-        with format_errors_as_command_error(), transaction.atomic():
-            # The system is created only together with a valid submission.
-            submission = submission_create(
-                system=self._system(opts["system"] or path.stem), benchmark=benchmark,
-                path_or_file=path, user=None, splits=opts["splits"], pool_mode=opts["pool"])
-        run = run_create(submission=submission, splits=opts["splits"], suite_options=suite,
-                         use_nli=not opts["no_nli"], enqueue=opts["worker"])
+        evaluator = opts["evaluator"]
+        # An LLM evaluator without a model is refused before anything is stored.
+        model = llm_model_options(opts) if evaluator != TRACE else None
+        submission = self._submission(benchmark, opts, LLM_EVALUATORS.get(evaluator, TURN))
+        if evaluator == TRACE:
+            suite = {"pool_mode": opts["pool"]}
+            if opts["no_text"]:
+                suite["text_metrics"] = False
+            run = run_create(submission=submission, splits=opts["splits"], suite_options=suite,
+                             use_nli=not opts["no_nli"], enqueue=opts["worker"])
+        else:
+            run = self._llm_run(submission, evaluator, model, opts)
         bars = ProgressBars(sys.stderr, enabled=not opts["no_progress"])
         try:
             if opts["worker"]:
@@ -79,10 +119,51 @@ class Command(BaseCommand):
         results = run_results(run=run)
         if opts["per_unit"]:
             self._write_units(run, Path(opts["per_unit"]), opts["include_hidden"])
+        if evaluator != TRACE:
+            results["usage"] = run.usage
+            results["job_result"] = run.job.result
         if opts["json"]:
             self.stdout.write(json.dumps(results, indent=2))
         else:
             self.stdout.write(format_results(results))
+            if evaluator != TRACE:
+                self.stdout.write(format_usage(run.usage))
+                failed = run.job.result.get("failed_units", 0)
+                if failed:
+                    self.stdout.write(f"{failed} units have a recorded LLM failure; see "
+                                      f"/runs/{run.pk}/")
+
+    def _submission(self, benchmark, opts, protocol: str) -> Submission:
+        if opts["submission_id"]:
+            submission = Submission.objects.filter(pk=opts["submission_id"],
+                                                   benchmark=benchmark).first()
+            if submission is None:
+                raise CommandError(f"no submission {opts['submission_id']} on "
+                                   f"{benchmark.slug!r}")
+            return submission
+        path = Path(opts["submission"])
+        with format_errors_as_command_error(), transaction.atomic():
+            # The system is created only together with a valid submission.
+            return submission_create(
+                system=self._system(opts["system"] or path.stem), benchmark=benchmark,
+                path_or_file=path, user=None, splits=opts["splits"], pool_mode=opts["pool"],
+                protocol=protocol)
+
+    def _llm_run(self, submission, evaluator: str, model: dict, opts):
+        from evaluation.llm_runs import llm_run_create  # loads litellm: only when needed
+
+        try:
+            return llm_run_create(
+                submission=submission, evaluator=evaluator, model=model,
+                debate_model=(llm_model_options(opts, opts["debate_model"])
+                              if opts["debate_model"] else None),
+                judges=[llm_model_options(opts, judge) for judge in opts["judges"]],
+                human_study=opts["human_study"], debate={"max_rounds": opts["max_rounds"],
+                                                 "buffer": opts["debate_buffer"]},
+                use_debate=not opts["no_debate"], max_reasks=opts["max_reasks"],
+                splits=opts["splits"], enqueue=opts["worker"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
 
     def _system(self, name: str) -> System:
         return System.objects.filter(name=name).order_by("pk").first() or system_create(name=name)

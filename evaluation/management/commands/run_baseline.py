@@ -1,5 +1,8 @@
 """`manage.py run_baseline NAME --benchmark SLUG`: run a Trace reference baseline (or `all`),
-store its submission under the baseline's system and evaluate it in this process."""
+store its submission under the baseline's system and evaluate it in this process.
+
+The LLM baselines `llm_zero_shot` and `rag_citation` (docs/llm.md) call the model given by
+--model/--api-base/--api-key-env or the CONCORD_LLM_* settings; `all` never includes them."""
 
 import json
 import sys
@@ -7,16 +10,25 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.baselines import BASELINES, EmbeddingsUnavailable, baseline_class
-from evaluation.cli import ProgressBars, format_errors_as_command_error
+from evaluation.cli import (
+    ProgressBars,
+    add_llm_arguments,
+    format_errors_as_command_error,
+    format_usage,
+    llm_model_options,
+)
 from evaluation.management.commands.evaluate import format_results
 from evaluation.models import Benchmark, Job
 from evaluation.selectors import run_results
 from evaluation.services import baseline_submission_create, run_create, run_process
 
+LLM_BASELINE_NAMES = ("llm_zero_shot", "rag_citation")
+
 
 class Command(BaseCommand):
-    help = ("Run a reference baseline (" + ", ".join(BASELINES) + ", or all) on a benchmark: "
-            "write its submission and evaluate it.")
+    help = ("Run a reference baseline (" + ", ".join(BASELINES) + ", or all; or an LLM "
+            "baseline: " + ", ".join(LLM_BASELINE_NAMES) + ") on a benchmark: write its "
+            "submission and evaluate it.")
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="baseline name, or 'all'")
@@ -27,16 +39,24 @@ class Command(BaseCommand):
         parser.add_argument("--no-nli", action="store_true", help="skip entailment grounding")
         parser.add_argument("--json", action="store_true", dest="as_json")
         parser.add_argument("--no-progress", action="store_true")
+        add_llm_arguments(parser)
+        parser.add_argument("--max-retries", type=int, default=2,
+                            help="LLM baselines: re-asks after an unusable answer or a failed "
+                                 "quote check")
 
     def handle(self, name, benchmark, splits, no_text, no_nli, as_json, no_progress, **options):
         found = Benchmark.objects.filter(slug=benchmark).first()
         if found is None:
             raise CommandError(f"no benchmark {benchmark!r}")
+        suite = {"text_metrics": False} if no_text else {}
+        if name.lower().replace("-", "_") in LLM_BASELINE_NAMES:
+            self._llm_baseline(found, name.lower().replace("-", "_"), splits, suite, no_nli,
+                               as_json, no_progress, options)
+            return
         try:
             names = list(BASELINES) if name.lower() == "all" else [baseline_class(name).key]
         except KeyError as exc:
             raise CommandError(exc.args[0]) from exc
-        suite = {"text_metrics": False} if no_text else {}
         outputs = []
         for key in names:
             bars = ProgressBars(sys.stderr, enabled=not no_progress)
@@ -59,3 +79,35 @@ class Command(BaseCommand):
                 self.stdout.write(format_results(outputs[-1]) + "\n")
         if as_json:
             self.stdout.write(json.dumps(outputs, indent=2))
+
+    def _llm_baseline(self, benchmark, name, splits, suite, no_nli, as_json, no_progress,
+                      options):
+        from evaluation.llm_baselines import llm_baseline_submission_create  # loads litellm
+
+        model = llm_model_options(options)
+        bars = ProgressBars(sys.stderr, enabled=not no_progress)
+        try:
+            with format_errors_as_command_error():
+                report = llm_baseline_submission_create(
+                    benchmark=benchmark, name=name, model=model, splits=splits,
+                    max_retries=options["max_retries"], progress=bars)
+            run = run_create(submission=report.submission, splits=splits, suite_options=suite,
+                             use_nli=not no_nli, enqueue=False)
+            run_process(job_id=run.job_id, progress=bars)
+        finally:
+            bars.close()
+        run.job.refresh_from_db()
+        if run.job.status != Job.Status.SUCCEEDED:
+            raise CommandError(f"{name}: evaluation run {run.pk} failed: {run.job.error}")
+        results = run_results(run=run)
+        if as_json:
+            self.stdout.write(json.dumps({**results, "baseline_usage": report.usage,
+                                          "unanswered_turns": report.failures}, indent=2))
+            return
+        self.stdout.write(format_results(results) + "\n")
+        self.stdout.write(format_usage(report.usage) + "\n")
+        if report.failures:
+            self.stderr.write(f"{len(report.failures)} of {report.turns} turns have no answer "
+                              "(stored as explicit non-answers, scored as misses):")
+            for unit, reason in list(report.failures.items())[:20]:
+                self.stderr.write(f"  {unit}: {reason}")

@@ -1,0 +1,260 @@
+"""Reads for LLM evaluator runs: the run page's LLM section (per-factor scores with the judge's
+rationale, the debate transcript, the agreement-over-rounds chart, tokens and money) and the
+human CoRE ratings that route CoRE's judges per factor (CoRE Appendix F, "mixture of
+evaluators").
+
+Human ratings come from the annotation app (CoRE-form annotations store
+`values["core"][factor]` with the factor keys of `evaluation.llm.core_rubrics`). The interface
+the CoRE evaluator relies on is the two functions `human_factor_scores` and
+`study_conversation_logs`; only they read annotation models.
+"""
+
+import math
+from collections import defaultdict
+
+from django.core.paginator import Paginator
+
+from .llm import core
+from .llm.charts import agreement_chart
+from .llm.core_rubrics import DEBATE_ROLES, FACTOR_GUIDELINES, FACTOR_KEYS
+from .llm.evaluators import (
+    CORE,
+    DEBATE_SCORE,
+    EVALUATORS,
+    FACTOR_MEAN,
+    PEPPER_JUDGE,
+    PERSUASIVENESS,
+    SESSION_RECALL_KS,
+    criterion_metric,
+    factor_metric,
+    pepper_metric,
+    session_recall_metric,
+)
+from .llm.pepper_judge import PEPPER_ASPECTS
+from .llm.trace_judge import CRITERION_ANCHORS, TRACE_CRITERIA
+from .models import Dialogue, DialogueItem, Split
+
+UNITS_PER_PAGE = 10
+CORE_FORM = "core"
+
+# --- human CoRE ratings (the annotation app) ------------------------------------------------
+
+
+def core_human_study(*, benchmark, slug: str | None = None):
+    """The study whose CoRE ratings route the judges: the one called SLUG on BENCHMARK, else
+    the newest study on BENCHMARK with the CoRE form; None when there is none."""
+    try:
+        from annotation.models import Study
+    except ImportError:  # the annotation app is not installed: no human ratings
+        return None
+    studies = Study.objects.filter(benchmark=benchmark)
+    if slug:
+        return studies.filter(slug=slug).first()
+    return next((s for s in studies.order_by("-created_at", "-pk") if CORE_FORM in s.forms), None)
+
+
+def study_unit_id(item_pk: int) -> str:
+    return f"study-item-{item_pk}"
+
+
+def human_factor_scores(*, study) -> dict[str, dict[str, int]]:
+    """{factor: {unit id: score}}: per CoRE factor (core_rubrics keys), the humans' 0–4 score
+    of each rated conversation of STUDY, the mean over its annotators rounded half up.
+
+    Only normal conversation items count (not calibration or gold), and only annotators the
+    author has not excluded.
+    """
+    from annotation.models import Annotation
+
+    rows = (Annotation.objects.filter(item__study=study, item__mode="conversation",
+                                      item__kind="normal", assignment__member__excluded=False)
+            .values_list("item_id", "values"))
+    ratings: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for item_id, values in rows:
+        for factor, score in ((values or {}).get(CORE_FORM) or {}).items():
+            if factor in FACTOR_KEYS and isinstance(score, int | float):
+                ratings[factor][study_unit_id(item_id)].append(score)
+    return {factor: {unit: math.floor(sum(scores) / len(scores) + 0.5)
+                     for unit, scores in units.items()}
+            for factor, units in ratings.items()}
+
+
+def study_conversation_logs(*, study, unit_ids) -> dict[str, dict]:
+    """{unit id: log}: the conversations of STUDY's items as `log` records (formats.md §2).
+
+    Turns before the first rated turn are the log's history; the dialogue's target items are
+    its ground truth.
+    """
+    from annotation.models import StudyItem
+
+    wanted = {unit: int(unit.rsplit("-", 1)[1]) for unit in unit_ids}
+    items = StudyItem.objects.filter(study=study, pk__in=wanted.values()).select_related(
+        "dialogue")
+    targets = defaultdict(list)
+    for dialogue_id, item_id in (DialogueItem.objects
+                                 .filter(dialogue__in=[i.dialogue_id for i in items],
+                                         role=DialogueItem.Role.TARGET)
+                                 .order_by("position")
+                                 .values_list("dialogue_id", "item__external_id")):
+        targets[dialogue_id].append(item_id)
+    logs = {}
+    for item in items:
+        turns = [t for t in item.context if t.get("role") in ("user", "system")]
+        first_rated = next((n for n, t in enumerate(turns) if t.get("rated")), 0)
+        logs[study_unit_id(item.pk)] = {
+            "log_id": study_unit_id(item.pk), "dialogue_id": item.dialogue.external_id,
+            "turns": [{"role": t["role"], "text": t["text"]} for t in turns],
+            "ground_truth_item_ids": targets[item.dialogue_id],
+            "metadata": {"history_turns": first_rated},
+        }
+    return {unit: logs[unit] for unit in unit_ids if unit in logs}
+
+
+# --- the run page's LLM section -------------------------------------------------------------
+
+
+def run_llm_report(*, run, include_hidden: bool, page: str | None = None) -> dict:
+    """Everything the run page shows about an LLM run: usage, routing, chart, unit details."""
+    spec = EVALUATORS[run.evaluator]
+    scores = run.unit_scores.all()
+    if not include_hidden:
+        hidden = Dialogue.objects.filter(benchmark_id=run.submission.benchmark_id,
+                                         split=Split.HIDDEN).values("external_id")
+        scores = scores.exclude(dialogue_id__in=hidden)
+    primary = spec.metrics[0].name
+    unit_ids = list(scores.filter(metric=primary).order_by("unit_id")
+                    .values_list("unit_id", flat=True))
+    units_page = Paginator(unit_ids, UNITS_PER_PAGE).get_page(page)
+    rows = defaultdict(dict)
+    for score in scores.filter(unit_id__in=list(units_page.object_list)):
+        rows[score.unit_id][score.metric] = score
+    build = {CORE: _core_unit, PEPPER_JUDGE: _pepper_unit}.get(run.evaluator, _trace_unit)
+    debates = _debates(run, units_page.object_list) if run.evaluator == CORE else {}
+    report = {
+        "title": spec.title,
+        "evaluator": run.evaluator,
+        "usage": usage_view(run.usage),
+        "routing": run.job.result.get("routing") if run.job.result else None,
+        "page": units_page,
+        "units": [build(unit, rows[unit], debates.get(unit)) for unit in units_page.object_list],
+        "hidden_left_out": not include_hidden,
+        "failed_units": (run.job.result or {}).get("failed_units", 0),
+    }
+    if run.evaluator == CORE and run.config.get("debate"):
+        max_rounds = int(run.config["debate"].get("max_rounds", 4))
+        curve = core.agreement_curve(_all_debates(run), max_rounds=max_rounds,
+                                     tolerance=float(run.config["debate"].get(
+                                         "agreement_tolerance", 0)))
+        report["curve"] = curve
+        report["chart"] = agreement_chart(curve)
+    return report
+
+
+def usage_view(usage: dict) -> dict:
+    """Run.usage for people: money is "unknown" (never $0) when any paid call had no price."""
+    if not usage:
+        return {}
+    units = usage.get("units") or 0
+    all_tokens = (usage.get("total_tokens", 0) + usage.get("cached_prompt_tokens", 0)
+                  + usage.get("cached_completion_tokens", 0))
+    return {
+        **usage,
+        "cost_known": usage.get("cost_usd") is not None,
+        "cost_text": money(usage.get("cost_usd")),
+        "known_part_text": money(usage.get("cost_known_part_usd")),
+        "tokens_per_unit": round(all_tokens / units) if units else None,
+        "stages": [{"name": name, **values, "cost_text": money(values.get("cost_usd"))}
+                   for name, values in usage.get("stages", {}).items()],
+    }
+
+
+def money(value: float | None) -> str:
+    """US dollars with enough decimals that a small cost does not read as $0; None: unknown."""
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value == 0 or value >= 0.01 else f"${value:.6f}"
+
+
+_FACTOR_NAMES = {g.key: g for g in FACTOR_GUIDELINES}
+_ROLE_NAMES = {role.key: role.name for role in DEBATE_ROLES}
+
+
+def _judged(score) -> dict:
+    if score is None:
+        return {"score": None, "failure": "not scored", "rationale": ""}
+    detail = score.detail or {}
+    return {"score": score.value, "rationale": detail.get("rationale", ""),
+            "failure": detail.get("failure"), "answer": detail.get("answer", ""),
+            "attempts": detail.get("attempts"), "model": detail.get("model", "")}
+
+
+def _core_unit(unit: str, scores: dict, debate) -> dict:
+    factors = [{"key": g.key, "name": g.name, "dimension": g.dimension,
+                **_judged(scores.get(factor_metric(g.key)))} for g in FACTOR_GUIDELINES]
+    final = scores.get(DEBATE_SCORE)
+    mean = scores.get(FACTOR_MEAN)
+    return {
+        "unit_id": unit,
+        "factors": factors,
+        "factor_mean": mean.value if mean else None,
+        "debate": _debate_view(debate, final),
+        "persuasiveness": _judged(scores.get(PERSUASIVENESS)),
+        "recall": [(k, getattr(scores.get(session_recall_metric(k)), "value", None))
+                   for k in SESSION_RECALL_KS],
+    }
+
+
+def _debate_view(debate, final) -> dict | None:
+    if final is None and debate is None:
+        return None
+    detail = final.detail if final else {}
+    rounds = []
+    for debate_round in (debate.rounds if debate else ()):
+        rounds.append({"round": debate_round.round, "spread": debate_round.spread,
+                       "agreed": debate_round.agreed,
+                       "turns": [{"role": _ROLE_NAMES.get(t.role, t.role), "score": t.score,
+                                  "statement": t.statement, "failure": t.failure,
+                                  "carried_over": t.carried_over} for t in debate_round.turns]})
+    return {"final": final.value if final else None, "stopped": detail.get("stopped", ""),
+            "failure": detail.get("failure"), "rounds": rounds}
+
+
+def _aspect_unit(unit: str, scores: dict, metrics: list[tuple[str, str]]) -> dict:
+    judged = [(label, _judged(scores.get(metric))) for metric, label in metrics]
+    rationale = next((j["rationale"] for _, j in judged if j["rationale"]), "")
+    return {"unit_id": unit, "rationale": rationale,
+            "scores": [{"name": label, **j} for label, j in judged]}
+
+
+def _trace_unit(unit: str, scores: dict, _debate=None) -> dict:
+    return _aspect_unit(unit, scores, [(criterion_metric(c), CRITERION_ANCHORS[c][0])
+                                       for c in TRACE_CRITERIA])
+
+
+def _pepper_unit(unit: str, scores: dict, _debate=None) -> dict:
+    return _aspect_unit(unit, scores, [(pepper_metric(a), a.capitalize()) for a in PEPPER_ASPECTS])
+
+
+_DEBATE_FIELDS = ("unit_id", "round", "role", "score", "statement", "failure", "carried_over",
+                  "attempts")
+
+
+def _debates(run, unit_ids) -> dict[str, core.DebateResult]:
+    rows = defaultdict(list)
+    for row in run.debate_turns.filter(unit_id__in=list(unit_ids)).values(*_DEBATE_FIELDS):
+        rows[row["unit_id"]].append(row)
+    tolerance = float((run.config.get("debate") or {}).get("agreement_tolerance", 0))
+    return {unit: core.DebateResult.from_records(records, tolerance=tolerance)
+            for unit, records in rows.items()}
+
+
+def _all_debates(run) -> list[core.DebateResult]:
+    """Every debate of the run (failed ones flagged, so the curve leaves them out)."""
+    failures = {unit: (detail or {}).get("failure")
+                for unit, detail in run.unit_scores.filter(metric=DEBATE_SCORE)
+                .values_list("unit_id", "detail")}
+    rows = defaultdict(list)
+    for row in run.debate_turns.values("unit_id", "round", "role", "score"):
+        rows[row["unit_id"]].append(row)
+    return [core.DebateResult.from_records(records, failure=failures.get(unit))
+            for unit, records in rows.items()]

@@ -1,0 +1,53 @@
+"""`manage.py evaluate --evaluator core|trace_judge|pepper_judge` with --model/--api-base, and a
+re-run of a stored submission (`--submission-id`) answered entirely from the cache."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from evaluation.models import Run
+from leaderboard.models import Submission
+from tests.evaluation.llm_fixtures import LOGS, core_answer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def evaluate(**options) -> str:
+    out = io.StringIO()
+    call_command("evaluate", benchmark="tiny", no_progress=True, stdout=out, **options)
+    return out.getvalue()
+
+
+def test_evaluate_core_from_the_command_line_then_again_for_free(llm_server, llm_settings,
+                                                                 tiny_benchmark, tmp_path):
+    server = llm_server(core_answer)
+    path = tmp_path / "chatty.jsonl"
+    path.write_text("".join(json.dumps(log) + "\n" for log in LOGS), encoding="utf-8")
+
+    first = evaluate(evaluator="core", submission=str(path), model="openai/scripted-judge",
+                     api_base=server.api_base, no_debate=True)
+    assert "core 1.0.0" in first and "core.coherence" in first and "LLM judge" in first
+    assert "LLM usage (openai/scripted-judge): 26 calls" in first
+    assert "cost unknown (no price for this model)" in first
+
+    submission = Submission.objects.get()
+    assert submission.protocol == "log"
+    again = json.loads(evaluate(evaluator="core", submission_id=submission.pk, json=True,
+                                model="openai/scripted-judge", api_base=server.api_base,
+                                no_debate=True))
+    assert server.request_count == 26
+    assert again["usage"]["calls"] == 0 and again["usage"]["cached_calls"] == 26
+    assert again["metrics"]["core.coherence"]["value"] == 4
+    assert Run.objects.count() == 2
+
+
+def test_evaluate_refuses_an_llm_evaluator_without_a_model(llm_settings, tiny_benchmark,
+                                                          tmp_path):
+    path = tmp_path / "chatty.jsonl"
+    path.write_text(json.dumps(LOGS[0]) + "\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="set CONCORD_LLM_MODEL or pass --model"):
+        evaluate(evaluator="pepper_judge", submission=str(path))
+    assert not Submission.objects.exists()
