@@ -63,6 +63,69 @@ ACCESS.update({
                                           {**_AUTHORS, "author": 404, "staff": 404})],
 })
 
+# Leaderboard (the `leaderboard_world` fixture: the researcher owns the published system
+# lb-public and the private lb-private, each with a finished run; fixed submission uuids).
+from tests.support.leaderboard import PRIVATE_SUBMISSION, PUBLIC_SUBMISSION  # noqa: E402
+
+_NONE = dict.fromkeys(PERSONAS, 404)
+_OWNER_ONLY = {**_NONE, "researcher": 200, "staff": 200}
+_OWNER_WRITES = {"anonymous": 302, "outsider": 403, "annotator": 403, "researcher": 200,
+                 "author": 403, "staff": 200}
+_OWNER_WRITES_PRIVATE = {**_OWNER_WRITES, "outsider": 404, "annotator": 404, "author": 404}
+_API_WRITES = {"anonymous": 401, "outsider": 403, "annotator": 403, "researcher": 400,
+               "author": 403, "staff": 400}
+_PUB, _PRIV = {"uuid": PUBLIC_SUBMISSION}, {"uuid": PRIVATE_SUBMISSION}
+_BOARD = {"benchmark": "tiny", "protocol": "turn"}
+ACCESS.update({
+    "leaderboard:index": [({}, "get", ALL_200)],
+    "leaderboard:board_default": [({"benchmark": "tiny"}, "get", ALL_200),
+                                  ({"benchmark": "nope"}, "get", _NONE)],
+    "leaderboard:board": [(_BOARD, "get", ALL_200),
+                          ({"benchmark": "tiny", "protocol": "log"}, "get", _NONE)],
+    "leaderboard:board_export": [({**_BOARD, "fmt": "csv"}, "get", ALL_200),
+                                 ({**_BOARD, "fmt": "json"}, "get", ALL_200),
+                                 ({**_BOARD, "fmt": "html"}, "get", _NONE)],
+    "leaderboard:system_list": [({}, "get", ALL_200)],
+    "leaderboard:system_create": [({}, "get", _OWNER_WRITES), ({}, "post", _OWNER_WRITES)],
+    "leaderboard:system_detail": [({"slug": "lb-public"}, "get", ALL_200),
+                                  ({"slug": "lb-private"}, "get", _OWNER_ONLY)],
+    "leaderboard:system_edit": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
+                                ({"slug": "lb-public"}, "post", _OWNER_WRITES),
+                                ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
+    "leaderboard:submission_create": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
+                                      ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
+    "leaderboard:submission_detail": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
+    "leaderboard:submission_status": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
+    "leaderboard:submission_publish": [
+        (_PUB, "post", {**_OWNER_WRITES, "researcher": 400, "staff": 400}),
+        (_PRIV, "post", {**_OWNER_WRITES_PRIVATE, "researcher": 400, "staff": 400})],
+    "leaderboard:submission_download": [(_PUB, "get", _OWNER_WRITES),
+                                        (_PRIV, "get", _OWNER_WRITES_PRIVATE)],
+    "leaderboard:submission_dialogue": [({**_PUB, "dialogue_id": "d1"}, "get", ALL_200),
+                                        ({**_PUB, "dialogue_id": "d3"}, "get", _NONE),
+                                        ({**_PRIV, "dialogue_id": "d1"}, "get", _OWNER_ONLY)],
+    "leaderboard:compare": [({}, "get", ALL_200)],
+    "leaderboard:signup": [({}, "get", {**dict.fromkeys(PERSONAS, 302), "anonymous": 200})],
+    "leaderboard:api_token": [({}, "post", dict.fromkeys(PERSONAS, 302))],
+    "leaderboard:api_benchmarks": [({}, "get", ALL_200)],
+    "leaderboard:api_benchmark": [({"slug": "tiny"}, "get", ALL_200),
+                                  ({"slug": "nope"}, "get", _NONE)],
+    "leaderboard:api_systems": [({}, "get", ALL_200), ({}, "post", _API_WRITES)],
+    "leaderboard:api_system": [({"slug": "lb-public"}, "get", ALL_200),
+                               ({"slug": "lb-private"}, "get", _OWNER_ONLY)],
+    "leaderboard:api_submissions": [({}, "get", ALL_200), ({}, "post", _API_WRITES)],
+    "leaderboard:api_submission": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
+    "leaderboard:api_submission_publish": [
+        (_PUB, "post", {**_API_WRITES, "anonymous": 401}),
+        (_PRIV, "post", {**_API_WRITES, "outsider": 404, "annotator": 404, "author": 404})],
+    "leaderboard:api_run": [({"run_id": 999999}, "get", _NONE)],
+    "leaderboard:api_leaderboard": [({"benchmark": "tiny"}, "get", ALL_200),
+                                    ({"benchmark": "nope"}, "get", _NONE)],
+    "leaderboard:api_token_obtain": [({}, "get", dict.fromkeys(PERSONAS, 405))],
+    "leaderboard:api_schema": [({}, "get", ALL_200)],
+    "leaderboard:api_docs": [({}, "get", ALL_200)],
+})
+
 
 def _names(resolver=None, namespace=""):
     resolver = resolver or get_resolver()
@@ -100,8 +163,17 @@ def tiny_study(db, tiny_benchmark, author, annotator):
     return study
 
 
+@pytest.fixture
+def leaderboard_world(db, tiny_benchmark, researcher, settings, tmp_path):
+    from tests.support.leaderboard import make_world
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)
+
+
 @pytest.mark.django_db
-def test_every_persona_gets_the_expected_status(client, personas, tiny_benchmark, tiny_study):
+def test_every_persona_gets_the_expected_status(client, personas, tiny_benchmark, tiny_study,
+                                                leaderboard_world):
     failures = []
     for name, cases in ACCESS.items():
         for kwargs, method, expected in cases:

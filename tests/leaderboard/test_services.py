@@ -1,7 +1,7 @@
 """Systems and submissions: a valid file is stored with its row, an invalid one not at all."""
 
 import json
-from io import BytesIO
+from io import BytesIO, StringIO
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -82,3 +82,34 @@ def test_an_oversize_upload_is_refused_before_reading(tiny_benchmark, researcher
     with pytest.raises(FormatError, match="big.jsonl: \\$: file is 101 bytes, over the 100 bytes"):
         submission_create(system=system_create(name="Big"), benchmark=tiny_benchmark,
                           path_or_file=upload, user=researcher)
+
+
+def test_baseline_submissions_are_public_others_private(tiny_benchmark, researcher, tmp_path):
+    path = write_lines(tmp_path / "s.jsonl")
+    baseline = system_get_or_create_baseline(key="x", name="X", family="f", description="")
+    assert submission_create(system=baseline, benchmark=tiny_benchmark, path_or_file=path,
+                             user=None).is_public
+    mine = system_create(name="Mine", owner=researcher)
+    assert not submission_create(system=mine, benchmark=tiny_benchmark, path_or_file=path,
+                                 user=researcher).is_public
+
+
+def test_system_update_changes_only_descriptive_fields(researcher):
+    from leaderboard.services import system_update
+
+    system = system_create(name="Mine", owner=researcher)
+    system_update(system=system, team="Lab", paper_url="https://example.org/p")
+    system.refresh_from_db()
+    assert (system.team, system.slug) == ("Lab", "mine")
+    with pytest.raises(ValueError, match="cannot change is_baseline"):
+        system_update(system=system, is_baseline=True)
+
+
+def test_bench_leaderboard_runs_and_leaves_nothing_behind():
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("bench_leaderboard", systems=4, metrics=3, dialogues=6, repeat=2, small=2,
+                 stdout=out)
+    assert "SQL queries per render: 2 systems → 4, 4 systems → 4 (constant)" in out.getvalue()
+    assert not System.objects.exists()

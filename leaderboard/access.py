@@ -1,0 +1,69 @@
+"""Object-level access to systems and submissions: every view and API endpoint goes through
+these (annotation.md §Roles; house style: one helper per object type).
+
+- A system is visible to everyone once it is a reference baseline or has a public submission;
+  before that only to its owner and staff. A stranger gets 404 (its existence is not revealed).
+- A submission (and its runs) is visible to everyone who can see its benchmark once published,
+  and always to the system's owner and staff.
+- Writes (edit, submit, publish) are for the owner and staff; anyone else who can see the
+  object gets 403.
+- Registering systems and uploading need the researcher role (staff hold every role).
+"""
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import Http404
+
+from config.roles import RESEARCHER, has_role
+from evaluation.access import benchmarks_for_user
+
+from .models import Submission, System
+
+
+def can_write_system(user, system: System) -> bool:
+    return user.is_authenticated and (user.is_staff or system.owner_id == user.pk)
+
+
+def systems_for_user(user) -> QuerySet[System]:
+    if user.is_staff:
+        return System.objects.all()
+    public = Submission.objects.filter(system=OuterRef("pk"), is_public=True,
+                                       benchmark__in=benchmarks_for_user(user))
+    visible = Q(is_baseline=True) | Q(Exists(public))
+    if user.is_authenticated:
+        visible |= Q(owner=user)
+    return System.objects.filter(visible)
+
+
+def get_system_for_user(user, slug: str, *, write: bool = False) -> System:
+    system = systems_for_user(user).filter(slug=slug).select_related("owner").first()
+    if system is None:
+        raise Http404("No such system.")
+    if write and not can_write_system(user, system):
+        raise PermissionDenied("Only the system's owner can change it.")
+    return system
+
+
+def submissions_for_user(user) -> QuerySet[Submission]:
+    submissions = Submission.objects.select_related("system", "benchmark")
+    if user.is_staff:
+        return submissions
+    public = Q(is_public=True, benchmark__in=benchmarks_for_user(user))
+    if user.is_authenticated:
+        return submissions.filter(public | Q(system__owner=user))
+    return submissions.filter(public)
+
+
+def get_submission_for_user(user, uuid, *, write: bool = False) -> Submission:
+    submission = submissions_for_user(user).filter(uuid=uuid).first()
+    if submission is None:
+        raise Http404("No such submission.")
+    if write and not can_write_system(user, submission.system):
+        raise PermissionDenied("Only the system's owner can change its submissions.")
+    return submission
+
+
+def require_researcher(user) -> None:
+    """Registering a system or uploading needs the researcher role (403 otherwise)."""
+    if not has_role(user, RESEARCHER):
+        raise PermissionDenied("Registering systems and submitting needs the researcher role.")

@@ -1,0 +1,256 @@
+"""The REST API (Django REST framework; token or session authentication; OpenAPI schema by
+drf-spectacular at /api/schema/, described for people at /api/docs/).
+
+The same access helpers and service functions as the pages: a stranger gets 404, a reader who
+is not the owner 403 on writes, an invalid file 400 with every line-numbered problem (nothing
+stored), a used-up daily quota 429. Session-authenticated writes need the CSRF token.
+"""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import generics, permissions, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.roles import RESEARCHER, has_role
+from evaluation.access import benchmarks_for_user, get_benchmark_for_user, get_run_for_user
+from evaluation.formats.errors import FormatError
+from evaluation.selectors import run_results
+
+from . import selectors
+from .access import get_submission_for_user, get_system_for_user, submissions_for_user
+from .access import systems_for_user as visible_systems
+from .serializers import (
+    BenchmarkSerializer,
+    LeaderboardSerializer,
+    PublishSerializer,
+    RunResultSerializer,
+    SubmissionSerializer,
+    SubmissionUploadSerializer,
+    SystemSerializer,
+    ValidationFailedSerializer,
+)
+from .services import (
+    QuotaExceeded,
+    submission_set_public,
+    submission_submit,
+    system_create,
+    system_update,
+)
+
+
+class ResearcherWrites(permissions.BasePermission):
+    """Anyone may read; writing needs a logged-in researcher (or staff)."""
+
+    message = "Registering systems and submitting needs the researcher role."
+
+    def has_permission(self, request, view) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        return bool(request.user and request.user.is_authenticated
+                    and has_role(request.user, RESEARCHER))
+
+
+class BenchmarkList(generics.ListAPIView):
+    """Benchmarks you can see."""
+
+    serializer_class = BenchmarkSerializer
+
+    def get_queryset(self):
+        return benchmarks_for_user(self.request.user).order_by("slug")
+
+
+class BenchmarkDetail(generics.RetrieveAPIView):
+    serializer_class = BenchmarkSerializer
+
+    def get_object(self):
+        return get_benchmark_for_user(self.request.user, self.kwargs["slug"])
+
+
+@extend_schema_view(
+    get=extend_schema(description="Systems you can see: reference baselines, systems with a "
+                                  "published submission, and yours."),
+    post=extend_schema(description="Register a new system owned by you (researchers)."))
+class SystemList(generics.ListCreateAPIView):
+    """Systems you can see; POST registers a new system owned by you."""
+
+    serializer_class = SystemSerializer
+    permission_classes = [ResearcherWrites]
+
+    def get_queryset(self):
+        return visible_systems(self.request.user).select_related("owner").order_by("slug")
+
+    def perform_create(self, serializer):
+        data = {k: v for k, v in serializer.validated_data.items()}
+        serializer.instance = system_create(owner=self.request.user, **data)
+
+
+@extend_schema_view(
+    get=extend_schema(description="A system you can see."),
+    patch=extend_schema(description="Change a system's description (its owner or staff)."))
+class SystemDetail(generics.RetrieveUpdateAPIView):
+    """A system; its owner (or staff) may change its description (PATCH)."""
+
+    serializer_class = SystemSerializer
+    permission_classes = [permissions.IsAuthenticatedOrReadOnly]
+    http_method_names = ["get", "patch", "head", "options"]
+
+    def get_object(self):
+        write = self.request.method not in permissions.SAFE_METHODS
+        return get_system_for_user(self.request.user, self.kwargs["slug"], write=write)
+
+    def perform_update(self, serializer):
+        serializer.instance = system_update(system=serializer.instance,
+                                            **serializer.validated_data)
+
+
+@extend_schema_view(get=extend_schema(
+    description="Submissions you can see (published ones and your own), newest first; "
+                "filter with ?system=<slug> and ?benchmark=<slug>."))
+class SubmissionList(generics.ListAPIView):
+    """Submissions you can see (published ones and your own), newest first; POST uploads one
+    (multipart) for one of your systems and queues its evaluation run."""
+
+    serializer_class = SubmissionSerializer
+    permission_classes = [ResearcherWrites]
+
+    def get_queryset(self):
+        submissions = submissions_for_user(self.request.user).order_by("-created_at")
+        for key, field in (("system", "system__slug"), ("benchmark", "benchmark__slug")):
+            if self.request.query_params.get(key):
+                submissions = submissions.filter(**{field: self.request.query_params[key]})
+        return submissions
+
+    @extend_schema(
+        description="Upload a submission file (multipart) for one of your systems. The file "
+                    "is validated at once: 400 lists every problem with its line number and "
+                    "nothing is stored; otherwise it is stored, counted against the system's "
+                    "daily quota (429 when used up) and its evaluation run is queued — poll "
+                    "/api/runs/<id>/ for progress and results. Private until published.",
+        request={"multipart/form-data": SubmissionUploadSerializer},
+        responses={201: SubmissionSerializer,
+                   400: OpenApiResponse(ValidationFailedSerializer,
+                                        description="the file is invalid; nothing was stored"),
+                   403: OpenApiResponse(description="not your system, or not a researcher"),
+                   404: OpenApiResponse(description="no such system or benchmark"),
+                   429: OpenApiResponse(description="the system's daily quota is used up")})
+    def post(self, request):
+        upload = SubmissionUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        data = upload.validated_data
+        system = get_system_for_user(request.user, data["system"], write=True)
+        benchmark = get_benchmark_for_user(request.user, data["benchmark"])
+        try:
+            submission, _run = submission_submit(system=system, benchmark=benchmark,
+                                                 file=data["file"], user=request.user,
+                                                 note=data.get("note", ""))
+        except FormatError as exc:
+            errors = [{"file": i.file, "line": i.line, "path": i.path, "message": i.message}
+                      for i in exc.issues]
+            return Response({"detail": "The file is not valid; nothing was stored.",
+                             "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+        except QuotaExceeded as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        return Response(SubmissionSerializer(submission).data, status=status.HTTP_201_CREATED)
+
+
+class SubmissionDetail(generics.RetrieveAPIView):
+    serializer_class = SubmissionSerializer
+
+    def get_object(self):
+        return get_submission_for_user(self.request.user, self.kwargs["uuid"])
+
+
+class SubmissionPublish(APIView):
+    """Publish (`{"public": true}`) or withdraw a submission (its owner or staff)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=PublishSerializer,
+                   responses={200: SubmissionSerializer,
+                              409: OpenApiResponse(description="no successful run yet")})
+    def post(self, request, uuid):
+        submission = get_submission_for_user(request.user, uuid, write=True)
+        body = PublishSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            submission_set_public(submission=submission, user=request.user,
+                                  public=body.validated_data["public"])
+        except ValueError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(SubmissionSerializer(submission).data)
+
+
+class RunDetail(APIView):
+    """A run's status and progress, and once it succeeded every metric with its 95% CI."""
+
+    @extend_schema(responses=RunResultSerializer)
+    def get(self, request, run_id):
+        run = get_run_for_user(request.user, run_id)
+        data = run_results(run=run)
+        job = run.job
+        data.update(progress={"stage": job.stage, "done": job.done, "total": job.total,
+                              "error": job.error or None},
+                    submission=str(run.submission.uuid),
+                    page=request.build_absolute_uri(f"/runs/{run.pk}/"))
+        return Response(data)
+
+
+class LeaderboardDetail(APIView):
+    """A benchmark's leaderboard as you may see it: every system's metrics with CIs, n and
+    tie-aware ranks, and the run behind each number."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("protocol", OpenApiTypes.STR, description="turn (default) or log"),
+            OpenApiParameter("sort", OpenApiTypes.STR,
+                             description="column key evaluator:metric, e.g. trace:recall@1"),
+            OpenApiParameter("order", OpenApiTypes.STR, enum=["asc", "desc"]),
+            OpenApiParameter("family", OpenApiTypes.STR),
+            OpenApiParameter("baselines", OpenApiTypes.BOOL, description="false hides them"),
+            OpenApiParameter("columns", OpenApiTypes.STR, enum=["headline", "all"],
+                             description="default all"),
+        ],
+        responses=LeaderboardSerializer)
+    def get(self, request, benchmark):
+        benchmark = get_benchmark_for_user(request.user, benchmark)
+        protocol = request.query_params.get("protocol") or (benchmark.protocols or ["turn"])[0]
+        if protocol not in (benchmark.protocols or ["turn"]):
+            return Response({"detail": "This benchmark has no such protocol."}, status=404)
+        params = request.query_params
+        lb = selectors.leaderboard(
+            benchmark=benchmark, protocol=protocol, user=request.user,
+            sort=params.get("sort", ""), order=params.get("order", ""),
+            family=params.get("family", ""),
+            baselines=params.get("baselines", "true").lower() not in ("0", "false", "no"),
+            all_columns=params.get("columns", "all") != "headline")
+        return Response(leaderboard_payload(lb))
+
+
+def leaderboard_payload(lb) -> dict:
+    systems = []
+    for row in lb.rows:
+        metrics = {}
+        for column, cell in zip(lb.columns, row.cells, strict=True):
+            if cell.href:
+                metrics[column.key] = {"value": cell.value, "ci_low": cell.ci_low,
+                                       "ci_high": cell.ci_high, "n": cell.n,
+                                       "rank": cell.rank,
+                                       "run": row.runs[column.evaluator].run_id}
+        run = row.run
+        systems.append({"rank": row.rank, "system": run.name, "slug": run.slug,
+                        "family": run.family, "team": run.team, "baseline": run.is_baseline,
+                        "public": not row.private,
+                        "runs": {ev: r.run_id for ev, r in row.runs.items()},
+                        "metrics": metrics})
+    return {"benchmark": lb.benchmark.slug, "protocol": lb.protocol, "sort": lb.sort,
+            "rank_metric": lb.rank_column.key if lb.rank_column else None,
+            "bootstrap": lb.bootstrap,
+            "columns": [{"key": c.key, "evaluator": c.evaluator, "metric": c.metric,
+                         "axis": c.axis, "direction": c.direction} for c in lb.columns],
+            "systems": systems}

@@ -1,0 +1,45 @@
+"""Forms of the researcher pages: sign up, register or edit a system, upload a submission."""
+
+from django import forms
+from django.contrib.auth.forms import UserCreationForm
+
+from .models import System
+
+FAMILIES = ("retrieval", "dense", "LLM", "planning", "hybrid", "rule-based", "other")
+
+
+class SignupForm(UserCreationForm):
+    email = forms.EmailField(required=False, help_text="optional; never shown publicly")
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")
+
+
+class SystemForm(forms.ModelForm):
+    paper_url = forms.URLField(label="Paper link", required=False, assume_scheme="https")
+    code_url = forms.URLField(label="Code link", required=False, assume_scheme="https")
+
+    class Meta:
+        model = System
+        fields = ("name", "team", "family", "description", "paper_url", "code_url")
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 4}),
+            "family": forms.TextInput(attrs={"list": "families"}),
+        }
+
+
+class SubmissionForm(forms.Form):
+    benchmark = forms.ChoiceField(help_text="the benchmark whose reference turns you answered")
+    file = forms.FileField(label="Submission file (submission.jsonl)",
+                           help_text="one JSON line per answered system turn (docs/formats.md §2)")
+    note = forms.CharField(max_length=300, required=False,
+                           help_text="optional, e.g. the model checkpoint")
+
+    def __init__(self, *args, benchmarks=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.benchmarks = {b.slug: b for b in benchmarks}
+        self.fields["benchmark"].choices = [(b.slug, f"{b.name} (v{b.version})")
+                                            for b in benchmarks]
+
+    def clean_benchmark(self):
+        return self.benchmarks[self.cleaned_data["benchmark"]]

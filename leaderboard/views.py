@@ -1,0 +1,424 @@
+"""Leaderboards, system pages, comparisons, the submission flow and the API docs page.
+
+Every view reaches its objects through `leaderboard.access` / `evaluation.access` (stranger
+404, non-owner 403 on writes). One view serves a page and its HTMX fragment (`_name.html`).
+"""
+
+import csv
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
+
+from evaluation.access import benchmarks_for_user, get_benchmark_for_user
+from evaluation.formats.errors import FormatError
+from evaluation.jobs import jobs_fail_stale
+from evaluation.metrics.suite import SUITE_NAME
+from evaluation.models import Split
+from evaluation.selectors import metrics_by_axis, run_results
+
+from . import selectors
+from .access import (
+    can_write_system,
+    get_submission_for_user,
+    get_system_for_user,
+    require_researcher,
+    systems_for_user,
+)
+from .apidocs import api_endpoints
+from .forms import FAMILIES, SignupForm, SubmissionForm, SystemForm
+from .models import RankSnapshot
+from .services import (
+    QuotaExceeded,
+    rank_refresh_enqueue,
+    researcher_register,
+    submission_set_public,
+    submission_submit,
+    submissions_today,
+    system_create,
+    system_daily_quota,
+    system_update,
+)
+
+RESULT_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr", "bleu4")
+
+
+def _protocol_or_404(benchmark, protocol: str | None) -> str:
+    protocols = list(benchmark.protocols or ["turn"])
+    protocol = protocol or protocols[0]
+    if protocol not in protocols:
+        raise Http404("This benchmark has no such protocol.")
+    return protocol
+
+
+# --- leaderboards ---------------------------------------------------------------------------
+
+
+def leaderboard_index(request):
+    benchmarks = list(benchmarks_for_user(request.user))
+    counts = selectors.benchmark_leaderboard_counts(benchmarks)
+    boards = [{"benchmark": b, "protocol": p, "systems": counts.get((b.pk, p), 0)}
+              for b in benchmarks for p in (b.protocols or ["turn"])]
+    return render(request, "leaderboard/index.html", {"boards": boards})
+
+
+def _board_params(request) -> dict:
+    return {"sort": request.GET.get("sort", ""), "order": request.GET.get("order", ""),
+            "family": request.GET.get("family", ""),
+            "baselines": request.GET.get("baselines", "1") != "0",
+            "all_columns": request.GET.get("columns") == "all"}
+
+
+def _query(params: dict, **changes) -> str:
+    merged = {**params, **changes}
+    query = {"sort": merged["sort"], "order": merged["order"], "family": merged["family"],
+             "baselines": "" if merged["baselines"] else "0",
+             "columns": "all" if merged["all_columns"] else ""}
+    return "?" + urlencode({k: v for k, v in query.items() if v})
+
+
+def board(request, benchmark, protocol=None):
+    """A benchmark's leaderboard for one protocol; HTMX sorting and filtering swap the table."""
+    benchmark = get_benchmark_for_user(request.user, benchmark)
+    protocol = _protocol_or_404(benchmark, protocol)
+    params = _board_params(request)
+    lb = selectors.leaderboard(benchmark=benchmark, protocol=protocol, user=request.user,
+                               **params)
+    params.update(sort=lb.sort, order=lb.order)
+    headers = []
+    for column in lb.columns:
+        active = column.key == lb.sort
+        default = "desc" if column.higher else "asc"
+        flipped = "asc" if lb.order == "desc" else "desc"
+        headers.append((column, _query(params, sort=column.key,
+                                       order=flipped if active else default), active))
+    base = reverse("leaderboard:board", args=[benchmark.slug, protocol])
+    context = {
+        "benchmark": benchmark, "protocol": protocol, "lb": lb, "params": params,
+        "headers": headers, "base_url": base,
+        "system_sort": _query(params, sort="system",
+                              order="desc" if lb.sort == "system" and lb.order == "asc"
+                              else "asc"),
+        "family_sort": _query(params, sort="family", order="asc"),
+        "scatter": selectors.leaderboard_scatter(lb),
+        "export_query": _query(params)[1:],
+        "protocols": benchmark.protocols or ["turn"],
+    }
+    if request.htmx:
+        return render(request, "leaderboard/_leaderboard_table.html", context)
+    return render(request, "leaderboard/board.html", context)
+
+
+def board_export(request, benchmark, protocol, fmt):
+    """Every number of the leaderboard (as the viewer sees it, filters applied) as CSV or JSON,
+    each with its CI, n, tie-aware rank and the run that produced it."""
+    if fmt not in ("csv", "json"):
+        raise Http404("Export as csv or json.")
+    benchmark = get_benchmark_for_user(request.user, benchmark)
+    protocol = _protocol_or_404(benchmark, protocol)
+    params = _board_params(request)
+    params["all_columns"] = request.GET.get("columns", "all") == "all"
+    lb = selectors.leaderboard(benchmark=benchmark, protocol=protocol, user=request.user,
+                               **params)
+    records = selectors.leaderboard_export_rows(lb, request.build_absolute_uri("/")[:-1])
+    name = f"leaderboard-{benchmark.slug}-{protocol}"
+    if fmt == "json":
+        payload = {"benchmark": benchmark.slug, "benchmark_version": benchmark.version,
+                   "protocol": protocol, "generated_at": timezone.now().isoformat(),
+                   "ci": "95% cluster bootstrap over dialogues (percentile)",
+                   "bootstrap": lb.bootstrap,
+                   "rank": "1 + number of systems significantly better (paired cluster "
+                           "bootstrap, 95% CI of the difference excludes 0)",
+                   "rows": records}
+        response = JsonResponse(payload, json_dumps_params={"indent": 2})
+    else:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        fields = list(records[0]) if records else ["benchmark", "protocol", "system", "metric"]
+        writer = csv.DictWriter(response, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows({k: _csv_safe(v) for k, v in record.items()} for record in records)
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+def _csv_safe(value):
+    """Researcher-chosen text (system names, teams) must not run as a spreadsheet formula."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+# --- systems --------------------------------------------------------------------------------
+
+
+def system_list(request):
+    systems = list(systems_for_user(request.user).select_related("owner"))
+    mine = [s for s in systems if request.user.is_authenticated and s.owner_id == request.user.pk]
+    token = None
+    if request.user.is_authenticated:
+        token = Token.objects.filter(user=request.user).values_list("key", flat=True).first()
+    return render(request, "leaderboard/system_list.html", {
+        "systems": [s for s in systems if s not in mine], "mine": mine, "token": token,
+    })
+
+
+@login_required
+def system_create_view(request):
+    require_researcher(request.user)
+    form = SystemForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        system = system_create(owner=request.user, **form.cleaned_data)
+        messages.success(request, f"System “{system.name}” registered. Upload a submission.")
+        return redirect("leaderboard:submission_create", system.slug)
+    return render(request, "leaderboard/system_form.html",
+                  {"form": form, "families": FAMILIES, "system": None})
+
+
+@login_required
+def system_edit(request, slug):
+    system = get_system_for_user(request.user, slug, write=True)
+    form = SystemForm(request.POST or None, instance=system)
+    if request.method == "POST" and form.is_valid():
+        system_update(system=system, **{k: form.cleaned_data[k] for k in form.changed_data})
+        messages.success(request, "Saved.")
+        return redirect("leaderboard:system_detail", system.slug)
+    return render(request, "leaderboard/system_form.html",
+                  {"form": form, "families": FAMILIES, "system": system})
+
+
+def system_detail(request, slug):
+    """Metrics with CIs, a radar of the axes, difficulty tiers, dialogues to drill into."""
+    system = get_system_for_user(request.user, slug)
+    boards = selectors.system_boards(system=system, user=request.user)
+    context = {"system": system, "boards": boards, "can_write": can_write_system(
+        request.user, system), "submissions": selectors.system_submissions(
+        system=system, user=request.user)}
+    chosen = _chosen_board(request, boards)
+    if chosen:
+        benchmark, protocol = chosen
+        runs = selectors.visible_runs(benchmark=benchmark, protocol=protocol,
+                                      user=request.user, system=system)
+        results = selectors.system_results(runs=runs)
+        trace = next((r for r in runs if r.evaluator == SUITE_NAME), None)
+        context.update(benchmark=benchmark, protocol=protocol, runs=runs, results=results,
+                       radar=selectors.system_radar(results), trace_run=trace)
+        if trace:
+            context["tiers"] = selectors.system_tiers(run_id=trace.run_id, benchmark=benchmark)
+            dialogues = selectors.system_dialogues(run_id=trace.run_id, benchmark=benchmark)
+            context["dialogues"] = Paginator(dialogues, 20).get_page(request.GET.get("page"))
+            context["dialogue_metrics"] = selectors.DIALOGUE_METRICS
+            context["others"] = [r for r in selectors.visible_runs(
+                benchmark=benchmark, protocol=protocol, user=request.user)
+                if r.evaluator == SUITE_NAME and r.system_id != system.pk]
+    return render(request, "leaderboard/system_detail.html", context)
+
+
+def _chosen_board(request, boards):
+    slug, protocol = request.GET.get("benchmark"), request.GET.get("protocol")
+    for benchmark, board_protocol in boards:
+        if (not slug or benchmark.slug == slug) and (not protocol or board_protocol == protocol):
+            return benchmark, board_protocol
+    return None
+
+
+# --- the submission flow --------------------------------------------------------------------
+
+
+def _uploadable_benchmarks(user):
+    return [b for b in benchmarks_for_user(user) if "turn" in (b.protocols or ["turn"])]
+
+
+@login_required
+def submission_create(request, slug):
+    """Upload → validation report at once (nothing stored) or a progress bar for the run."""
+    system = get_system_for_user(request.user, slug, write=True)
+    require_researcher(request.user)
+    form = SubmissionForm(request.POST or None, request.FILES or None,
+                          benchmarks=_uploadable_benchmarks(request.user),
+                          initial={"benchmark": request.GET.get("benchmark")})
+    context = {"system": system, "form": form, "quota": system_daily_quota(system),
+               "used": submissions_today(system)}
+    if request.method == "POST" and form.is_valid():
+        status = 200
+        try:
+            submission, run = submission_submit(
+                system=system, benchmark=form.cleaned_data["benchmark"],
+                file=form.cleaned_data["file"], user=request.user,
+                note=form.cleaned_data["note"])
+        except FormatError as exc:
+            context["issues"], status = exc.issues, 422
+        except QuotaExceeded as exc:
+            context["quota_error"], status = str(exc), 429
+        else:
+            if not request.htmx:
+                return redirect("leaderboard:submission_detail", submission.uuid)
+            context = {**_status_context(request, submission, fresh=True),
+                       "quota": system_daily_quota(system), "used": submissions_today(system)}
+            response = render(request, "leaderboard/_submission_status.html", context)
+            response["HX-Push-Url"] = reverse("leaderboard:submission_detail",
+                                              args=[submission.uuid])
+            return response
+        if request.htmx:  # htmx swaps 2xx answers only
+            return render(request, "leaderboard/_validation_report.html", context)
+        return render(request, "leaderboard/submission_form.html", context, status=status)
+    return render(request, "leaderboard/submission_form.html", context)
+
+
+def _status_context(request, submission, fresh: bool = False) -> dict:
+    run = submission.runs.select_related("job").order_by("-created_at", "-pk").first()
+    context = {"submission": submission, "run": run, "job": run.job if run else None,
+               "can_write": can_write_system(request.user, submission.system), "fresh": fresh}
+    if run and run.job.status == run.job.Status.SUCCEEDED:
+        results = run_results(run=run)
+        context["results"] = [(axis, [(n, r) for n, r in rows if n in RESULT_METRICS])
+                              for axis, rows in metrics_by_axis(results["metrics"])]
+        context["results"] = [(axis, rows) for axis, rows in context["results"] if rows]
+        _refresh_ranks_once(submission, run)
+    return context
+
+
+def _refresh_ranks_once(submission, run) -> None:
+    """A finished run changes its leaderboard: refresh the ranks in the background, once."""
+    stored = (RankSnapshot.objects.filter(benchmark_id=submission.benchmark_id,
+                                          protocol=submission.protocol, evaluator=run.evaluator)
+              .values_list("run_ids", flat=True).first())
+    if stored is None or run.pk not in stored:
+        rank_refresh_enqueue(benchmark_id=submission.benchmark_id, protocol=submission.protocol)
+
+
+def submission_detail(request, uuid):
+    submission = get_submission_for_user(request.user, uuid)
+    return render(request, "leaderboard/submission_detail.html",
+                  _status_context(request, submission))
+
+
+def submission_status(request, uuid):
+    """The polled fragment: progress while the run works, then its result (and publish)."""
+    jobs_fail_stale()
+    submission = get_submission_for_user(request.user, uuid)
+    return render(request, "leaderboard/_submission_status.html",
+                  _status_context(request, submission))
+
+
+@login_required
+@require_POST
+def submission_publish(request, uuid):
+    submission = get_submission_for_user(request.user, uuid, write=True)
+    public = request.POST.get("public")
+    if public not in ("0", "1"):
+        return HttpResponse("Send public=1 to publish or public=0 to withdraw.", status=400)
+    problem = ""
+    try:
+        submission_set_public(submission=submission, user=request.user, public=public == "1")
+    except ValueError as exc:
+        problem = str(exc)
+    if request.htmx:  # htmx swaps 2xx answers only, so a refusal is shown in the fragment
+        context = {**_status_context(request, submission), "publish_error": problem}
+        return render(request, "leaderboard/_submission_status.html", context)
+    if problem:
+        messages.error(request, problem)
+    return redirect("leaderboard:submission_detail", submission.uuid)
+
+
+@login_required
+def submission_download(request, uuid):
+    """The stored file back to its owner: as an attachment, never rendered as a page."""
+    submission = get_submission_for_user(request.user, uuid, write=True)
+    response = FileResponse(submission.file.open("rb"), as_attachment=True,
+                            filename=f"submission-{submission.uuid}.jsonl",
+                            content_type="application/octet-stream")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
+def submission_dialogue(request, uuid, dialogue_id):
+    """Per-turn drill-down: the system's answers in one dialogue, quotes marked verified or
+    not. Hidden-split dialogues are never shown (their gold stays on the server)."""
+    submission = get_submission_for_user(request.user, uuid)
+    dialogue = (submission.benchmark.dialogues.exclude(split=Split.HIDDEN)
+                .filter(external_id=dialogue_id).first())
+    if dialogue is None or submission.protocol != "turn":
+        raise Http404("No such dialogue.")
+    run = selectors.latest_succeeded_run(submission)
+    context = {"submission": submission, "system": submission.system, "run": run,
+               "benchmark": submission.benchmark, "dialogue": dialogue,
+               **selectors.dialogue_drilldown(submission=submission, run=run,
+                                              dialogue=dialogue)}
+    return render(request, "leaderboard/dialogue_drilldown.html", context)
+
+
+# --- comparing two systems ------------------------------------------------------------------
+
+
+def compare(request):
+    """Paired differences between two systems' latest visible runs on one benchmark."""
+    benchmarks = list(benchmarks_for_user(request.user))
+    slug = request.GET.get("benchmark") or (benchmarks[0].slug if benchmarks else "")
+    context = {"benchmarks": benchmarks, "a": request.GET.get("a", ""),
+               "b": request.GET.get("b", ""), "all": request.GET.get("columns") == "all"}
+    if not slug:
+        return render(request, "leaderboard/compare.html", context)
+    benchmark = get_benchmark_for_user(request.user, slug)
+    runs = [r for r in selectors.visible_runs(benchmark=benchmark, protocol="turn",
+                                              user=request.user) if r.evaluator == SUITE_NAME]
+    context.update(benchmark=benchmark, choices=sorted(runs, key=lambda r: r.name.lower()))
+    if context["a"] and context["b"]:
+        systems = [get_system_for_user(request.user, context[k]) for k in ("a", "b")]
+        by_system = {r.system_id: r for r in runs}
+        pair = [by_system.get(s.pk) for s in systems]
+        context["systems"] = systems
+        if systems[0].pk == systems[1].pk:
+            context["problem"] = "Pick two different systems."
+        elif None in pair:
+            context["problem"] = "Both systems need a finished run on this benchmark."
+        else:
+            from evaluation.models import Run
+
+            run_a, run_b = (Run.objects.get(pk=r.run_id) for r in pair)
+            context.update(run_a=run_a, run_b=run_b, pair=pair,
+                           **selectors.systems_compare(run_a=run_a, run_b=run_b,
+                                                       all_metrics=context["all"]))
+    return render(request, "leaderboard/compare.html", context)
+
+
+# --- accounts and the API docs --------------------------------------------------------------
+
+
+def signup(request):
+    """Create an account with the researcher role (to register systems and submit)."""
+    if request.user.is_authenticated:
+        return redirect("leaderboard:system_list")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = researcher_register(username=form.cleaned_data["username"],
+                                   email=form.cleaned_data.get("email", ""),
+                                   password=form.cleaned_data["password1"])
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, "Welcome! Register your system to submit its outputs.")
+        return redirect("leaderboard:system_create")
+    return render(request, "leaderboard/signup.html", {"form": form})
+
+
+@login_required
+@require_POST
+def api_token(request):
+    """Create (or replace) the user's API token; it authenticates `Authorization: Token …`."""
+    Token.objects.filter(user=request.user).delete()
+    Token.objects.create(user=request.user)
+    messages.success(request, "A new API token was created; the old one no longer works.")
+    return redirect(reverse("leaderboard:system_list") + "#api-token")
+
+
+def api_docs(request):
+    """The OpenAPI schema as a page (no JavaScript): every endpoint, its parameters, body and
+    answers. The machine-readable schema is at /api/schema/."""
+    return render(request, "leaderboard/api_docs.html", {"endpoints": api_endpoints()})

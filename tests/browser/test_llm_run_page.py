@@ -1,0 +1,41 @@
+"""The CoRE run page in Chromium: usage with unknown cost, the agreement chart, factor rationales
+and the debate transcript; model text with markup stays text (no script runs)."""
+
+import pytest
+
+from evaluation.llm_runs import llm_run_create
+from tests.browser.conftest import screenshot
+from tests.evaluation import llm_fixtures
+from tests.evaluation.llm_fixtures import core_answer, server_config, succeeded
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+llm_server = llm_fixtures.llm_server
+llm_settings = llm_fixtures.llm_settings
+log_submission = llm_fixtures.log_submission
+
+
+def test_core_run_page_shows_factors_debate_chart_and_cost(page, llm_server, log_submission):
+    def answer(request):
+        return core_answer(request, rationale=lambda name: (
+            f"Step 1: I read every system turn in the interaction.\nStep 2: for {name} I found "
+            "one weak reply <script>window.pwned = true</script> and counted it."))
+
+    server = llm_server(answer)
+    run = succeeded(llm_run_create(submission=log_submission, evaluator="core",
+                                   model=server_config(server), enqueue=False))
+    log_submission.is_public = True
+    log_submission.save(update_fields=["is_public"])
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    page.goto(f"/runs/{run.pk}/")
+    assert page.locator("#llm-cost").inner_text() == "unknown"
+    assert page.locator("#llm-agreement svg polyline").count() == 2
+    unit = page.locator("details.llm-unit").first
+    unit.locator("table.llm-factors details").first.locator("summary").click()
+    rationale = unit.locator("table.llm-factors .llm-text").first
+    assert "<script>window.pwned = true</script>" in rationale.inner_text()
+    assert page.evaluate("window.pwned === undefined") and not dialogs
+    assert unit.locator("table.llm-round").count() == 4
+    assert "Round 4" in unit.locator("table.llm-round").nth(3).inner_text()
+    screenshot(page, "core-run-page")
