@@ -76,3 +76,16 @@ def get_assignment_for_user(user, slug: str, position: int, *, write: bool = Fal
     if write and not assignment.item.study.is_open:
         raise PermissionDenied("This study is closed; your labels can be read but not changed.")
     return assignment
+
+
+def get_study_for_metric_board(user, slug: str) -> Study:
+    """A study's metric leaderboard: anyone's when the study and its benchmark are public,
+    otherwise as managing the study (members 403, everyone else 404)."""
+    study = Study.objects.filter(slug=slug).select_related("benchmark").first()
+    if study is None:
+        raise Http404("No such study.")
+    if study.is_public and study.benchmark.is_public:
+        return study
+    if not user.is_authenticated:
+        raise Http404("No such study.")
+    return get_study_for_user(user, slug, write=True)

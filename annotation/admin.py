@@ -6,6 +6,8 @@ from .models import (
     Assignment,
     BlindingEntry,
     Draft,
+    ImportedField,
+    ImportedLabel,
     Study,
     StudyItem,
     StudyMember,
@@ -20,7 +22,10 @@ class MemberInline(admin.TabularInline):
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ["title", "slug", "benchmark", "author", "overlap_k", "is_open", "created_at"]
+    list_display = ["title", "slug", "benchmark", "author", "source", "overlap_k", "is_open",
+                    "is_public", "created_at"]
+    list_filter = ["is_public", "is_open"]
+    list_editable = ["is_public"]
     search_fields = ["title", "slug"]
     raw_id_fields = ["author", "benchmark"]
     inlines = [MemberInline]
@@ -64,3 +69,19 @@ class AnnotationAdmin(admin.ModelAdmin):
 class DraftAdmin(admin.ModelAdmin):
     list_display = ["assignment", "saved_at"]
     raw_id_fields = ["assignment"]
+
+
+@admin.register(ImportedField)
+class ImportedFieldAdmin(admin.ModelAdmin):
+    list_display = ["study", "name", "unit_type", "level", "scale_min", "scale_max"]
+    list_filter = ["level", "unit_type"]
+    raw_id_fields = ["study"]
+
+
+@admin.register(ImportedLabel)
+class ImportedLabelAdmin(admin.ModelAdmin):
+    list_display = ["study", "unit_type", "unit_id", "system", "annotator", "field", "value_num",
+                    "value_text"]
+    list_filter = ["unit_type"]
+    search_fields = ["unit_id", "annotator", "field"]
+    raw_id_fields = ["study"]

@@ -42,6 +42,11 @@ class Study(models.Model):
     config = models.JSONField(default=dict, blank=True,
                               help_text="how the items were chosen (sources, sample, counts)")
     is_open = models.BooleanField(default=True, help_text="closed: members may only read")
+    source = models.CharField(
+        max_length=100, default="native",
+        help_text="native (labelled here) or imported:<data set> (finished labels, no items)")
+    is_public = models.BooleanField(
+        default=False, help_text="its metric leaderboard is public (reports stay private)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -59,6 +64,8 @@ class Study(models.Model):
                                    name="study_time_estimate_positive"),
             models.CheckConstraint(condition=Q(assignment_timeout_minutes__gte=1),
                                    name="study_timeout_positive"),
+            models.CheckConstraint(condition=Q(source="native") | Q(source__startswith="imported:"),
+                                   name="study_source_valid"),
         ]
 
     def __str__(self) -> str:
@@ -67,6 +74,10 @@ class Study(models.Model):
     @property
     def timeout_seconds(self) -> int:
         return self.assignment_timeout_minutes * 60
+
+    @property
+    def is_imported(self) -> bool:
+        return self.source.startswith("imported:")
 
 
 class StudyMember(models.Model):
@@ -317,3 +328,76 @@ class Draft(models.Model):
 
     def __str__(self) -> str:
         return f"draft of {self.assignment}"
+
+
+# --- imported human labels (annotation.md: "A study can also be created by importing finished
+# human labels", formats.md §4–5) -----------------------------------------------------------
+
+UNIT_TYPES = ("turn", "dialogue", "item")
+FIELD_LEVELS = ("nominal", "ordinal", "interval", "ratio", "set")
+
+
+class ImportedField(models.Model):
+    """A labelled field of an imported study: its unit type, scale and level of measurement."""
+
+    class Level(models.TextChoices):
+        NOMINAL = "nominal"
+        ORDINAL = "ordinal"
+        INTERVAL = "interval"
+        RATIO = "ratio"
+        SET = "set", "set (labels joined by |; MASI distance)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="imported_fields")
+    name = models.CharField(max_length=100)
+    unit_type = models.CharField(max_length=10)
+    scale_min = models.FloatField(null=True, blank=True)
+    scale_max = models.FloatField(null=True, blank=True)
+    level = models.CharField(max_length=10, choices=Level.choices)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["study", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="importedfield_once"),
+            models.CheckConstraint(condition=Q(unit_type__in=UNIT_TYPES),
+                                   name="importedfield_unit_type"),
+            models.CheckConstraint(condition=Q(level__in=FIELD_LEVELS),
+                                   name="importedfield_level"),
+            models.CheckConstraint(
+                condition=Q(scale_min__isnull=True) | Q(scale_max__isnull=True)
+                | Q(scale_min__lte=F("scale_max")),
+                name="importedfield_scale_ordered"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.level}, {self.unit_type})"
+
+
+class ImportedLabel(models.Model):
+    """One imported human label: a unit, who gave it ("" = an aggregate), a field, a value."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="imported_labels")
+    unit_type = models.CharField(max_length=10)
+    unit_id = models.CharField(max_length=300)
+    dialogue_id = models.CharField(max_length=200, help_text="the benchmark dialogue's id")
+    system = models.CharField(max_length=200, blank=True, help_text="blank when unknown")
+    annotator = models.CharField(max_length=200, blank=True,
+                                 help_text="blank: a label aggregated over annotators")
+    field = models.CharField(max_length=100)
+    value_num = models.FloatField(null=True, blank=True)
+    value_text = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["study", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "unit_type", "unit_id", "annotator", "field"],
+                                    name="importedlabel_once"),
+            models.CheckConstraint(condition=Q(unit_type__in=UNIT_TYPES),
+                                   name="importedlabel_unit_type"),
+            models.CheckConstraint(condition=Q(value_num__isnull=False) | ~Q(value_text=""),
+                                   name="importedlabel_has_a_value"),
+        ]
+        indexes = [models.Index(fields=["study", "field"])]
+
+    def __str__(self) -> str:
+        return f"{self.field}[{self.unit_id}] by {self.annotator or 'aggregate'}"

@@ -5,7 +5,7 @@ from celery import shared_task
 from evaluation.jobs import job_begin, job_finish, job_progress
 
 from .models import Study
-from .services import export_path, study_export_write
+from .services import export_is_bundle, export_path, study_bundle_write, study_export_write
 
 
 @shared_task(acks_late=True)
@@ -17,7 +17,12 @@ def study_export_job(job_id: int) -> None:
     if study is None:
         job_finish(job_id, error="The study no longer exists.")
         return
-    rows = study_export_write(
-        study=study, path=export_path(job),
-        progress=lambda stage, done, total: job_progress(job_id, stage, done, total))
+    def progress(stage, done, total):
+        job_progress(job_id, stage, done, total)
+
+    if export_is_bundle(job):
+        job_finish(job_id, result=study_bundle_write(study=study, path=export_path(job),
+                                                     progress=progress))
+        return
+    rows = study_export_write(study=study, path=export_path(job), progress=progress)
     job_finish(job_id, result={"rows": rows})

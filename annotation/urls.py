@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.study_list, name="study_list"),
     path("new/", views.study_create, name="study_create"),
     path("join/<str:token>/", views.study_join, name="study_join"),
+    path("metric-leaderboards/", views.metric_board_index, name="metric_board_index"),
     path("<slug:slug>/", views.study_detail, name="study_detail"),
     path("<slug:slug>/next/", views.study_next, name="study_next"),
     path("<slug:slug>/items/<int:position>/", views.item_detail, name="item_detail"),
@@ -23,4 +24,10 @@ urlpatterns = [
     path("<slug:slug>/export/", views.study_export, name="study_export"),
     path("<slug:slug>/export/<int:job_id>/download/", views.study_export_download,
          name="study_export_download"),
+    path("<slug:slug>/report/", views.study_report, name="study_report"),
+    path("<slug:slug>/report/<str:kind>.<str:fmt>", views.study_report_download,
+         name="study_report_download"),
+    path("<slug:slug>/metric-leaderboard/", views.metric_board, name="metric_board"),
+    path("<slug:slug>/metric-leaderboard.<str:fmt>", views.metric_board_download,
+         name="metric_board_download"),
 ]

@@ -7,7 +7,7 @@ the dashboard (progress, gold accuracy, flags, members), the long-format export.
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import FileResponse, Http404, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -16,12 +16,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluation.jobs import jobs_fail_stale
 from evaluation.models import Job
 
-from . import selectors, services
+from . import charts, exports, report_selectors, selectors, services
 from .access import (
     can_create_studies,
     can_manage_study,
     get_assignment_for_user,
     get_member_for_user,
+    get_study_for_metric_board,
     get_study_for_user,
 )
 from .forms import ExclusionForm, MemberAddForm, StudyCreateForm
@@ -178,7 +179,10 @@ def study_dashboard(request, slug):
         "study": study, **selectors.study_dashboard(study=study),
         "invite_url": request.build_absolute_uri(
             reverse("annotation:study_join", kwargs={"token": study.invite_token})),
-        "exports": Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk)[:5],
+        "exports": Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk)
+        .exclude(params__format=services.BUNDLE)[:1],
+        "bundles": Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk,
+                                      params__format=services.BUNDLE)[:1],
         "add_form": MemberAddForm(),
     }
     return render(request, "annotation/study_dashboard.html", context)
@@ -224,7 +228,8 @@ def study_export(request, slug):
     """POST starts an export job; GET (?job=) shows its progress, polled by HTMX."""
     study = get_study_for_user(request.user, slug, write=True)
     if request.method == "POST":
-        job = services.study_export_start(study=study, user=request.user)
+        job = services.study_export_start(study=study, user=request.user,
+                                          bundle=request.POST.get("format") == services.BUNDLE)
     else:
         job = (Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk,
                                   pk=request.GET.get("job") or 0).first()
@@ -245,5 +250,163 @@ def study_export_download(request, slug, job_id):
     path = services.export_path(job) if job else None
     if path is None or not path.exists():
         raise Http404("No such export.")
+    if services.export_is_bundle(job):
+        return FileResponse(path.open("rb"), as_attachment=True, content_type="application/zip",
+                            filename=f"{study.slug}-paper-bundle-{job.pk}.zip")
     return FileResponse(path.open("rb"), as_attachment=True, content_type="text/csv",
                         filename=f"{study.slug}-annotations-{job.pk}.csv")
+
+
+# --- reports (statistics.md; authors and staff) and metric leaderboards ----------------------
+
+CONTENT_TYPES = {"json": "application/json", "csv": "text/csv", "latex": "application/x-tex"}
+SUFFIXES = {"json": "json", "csv": "csv", "latex": "tex"}
+
+
+def _correlation_choice(request, study) -> tuple[list[str], str, str, list[str]]:
+    """The evaluators on offer, the chosen one and grouping (?evaluator=, ?by=)."""
+    evaluators = report_selectors.evaluator_names(benchmark=study.benchmark)
+    keys = report_selectors.grouping_keys(benchmark=study.benchmark)
+    evaluator = request.GET.get("evaluator") or ""
+    try:
+        evaluator = report_selectors.resolve_evaluator(benchmark=study.benchmark,
+                                                       name=evaluator) if evaluator else ""
+        by = report_selectors.resolve_grouping(benchmark=study.benchmark,
+                                               by=request.GET.get("by") or "")
+    except ValueError as exc:
+        raise Http404(str(exc)) from None
+    return evaluators, evaluator or (evaluators[0] if evaluators else ""), by, keys
+
+
+def _scatters(correlation: dict, aspect: str) -> list[dict]:
+    """One scatter per metric: against its own aspect (metrics named like fields), or else
+    against the chosen aspect (?aspect=; default: an "overall" one) of its unit type."""
+    by_metric: dict[str, list[dict]] = {}
+    for plot in correlation.get("scatter", []):
+        by_metric.setdefault(plot["metric"], []).append(plot)
+    rows = {(row["metric"], row["aspect"]): row for row in correlation["item_level"]
+            if row["subset"] == "all"}
+    chosen = []
+    for plots in by_metric.values():
+        names = [plot["aspect"] for plot in plots]
+        pick = aspect if aspect in names else next((n for n in names if "overall" in n),
+                                                   names[0])
+        chosen += [plot for plot in plots if plot["aspect"] == pick]
+    return [{**plot, "chart": charts.scatter(plot["points"], x_label=plot["metric"],
+                                            y_label=f"human {plot['aspect_label']} (mean)"),
+             "row": rows.get((plot["metric"], plot["aspect"]))} for plot in chosen]
+
+
+def _heatmaps(coupling: dict) -> list[dict]:
+    labels = coupling.get("labels", {})
+    return [{**rater, "chart": charts.heatmap([labels.get(f, f) for f in rater["factors"]],
+                                              rater["values"], rater["n"])}
+            for rater in coupling.get("raters", [])]
+
+
+@login_required
+@require_GET
+def study_report(request, slug):
+    """Agreement, leave-one-out, annotators, citations, picks, coupling and correlation."""
+    study = get_study_for_user(request.user, slug, write=True)
+    evaluators, evaluator, by, keys = _correlation_choice(request, study)
+    agreement = report_selectors.study_agreement(study=study)
+    correlation = (report_selectors.study_correlation(study=study, evaluator=evaluator, by=by,
+                                                      with_points=True) if evaluator else None)
+    context = {
+        "study": study, "agreement": agreement, "snapshot": agreement["study"],
+        "tables": {t.name: exports.display_table(t)
+                   for t in exports.agreement_tables(agreement)},
+        "heatmaps": _heatmaps(report_selectors.study_coupling(study=study)),
+        "evaluators": evaluators, "evaluator": evaluator, "by": by, "grouping_keys": keys,
+        "correlation": correlation,
+        "correlation_tables": [exports.display_table(t) for t in
+                               exports.correlation_tables(correlation)] if correlation else [],
+        "scatters": _scatters(correlation, request.GET.get("aspect", "")) if correlation
+        else [],
+        "formats": exports.FORMATS,
+    }
+    return render(request, "annotation/report.html", context)
+
+
+def _download(text: str, fmt: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text, content_type=f"{CONTENT_TYPES[fmt]}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{SUFFIXES[fmt]}"'
+    return response
+
+
+@login_required
+@require_GET
+def study_report_download(request, slug, kind, fmt):
+    """The report's numbers as JSON, CSV or LaTeX (what `agreement` / `correlate` print)."""
+    study = get_study_for_user(request.user, slug, write=True)
+    if fmt not in exports.FORMATS or kind not in ("agreement", "correlation"):
+        raise Http404("No such download.")
+    if kind == "agreement":
+        report = report_selectors.study_agreement(study=study)
+        return _download(exports.render(report, exports.agreement_tables(report), fmt), fmt,
+                         f"{study.slug}-agreement")
+    _, evaluator, by, _ = _correlation_choice(request, study)
+    if not evaluator:
+        raise Http404("No evaluator has runs on this benchmark.")
+    report = report_selectors.study_correlation(study=study, evaluator=evaluator, by=by)
+    name = f"{study.slug}-correlation-{evaluator.replace(':', '-')}" + (f"-by-{by}" if by else "")
+    return _download(exports.render(report, exports.correlation_tables(report), fmt), fmt, name)
+
+
+@require_GET
+def metric_board_index(request):
+    """Human-labelled data sets with a metric leaderboard the visitor may see."""
+    studies = report_selectors.metric_board_studies(user=request.user)
+    return render(request, "annotation/metric_board_index.html", {"studies": studies})
+
+
+def _board(request, study) -> tuple[dict, list]:
+    fields = [spec for spec in report_selectors.study_field_specs(study=study).values()
+              if spec.is_numeric]
+    names = [spec.name for spec in fields]
+    aspect = request.GET.get("aspect") or ""
+    if aspect and aspect not in names:
+        raise Http404("No such aspect.")
+    aspect = aspect or next((n for n in names if "overall" in n), names[0] if names else "")
+    if not aspect:
+        return {}, fields
+    board = report_selectors.study_metric_leaderboard(
+        study=study, aspect=aspect, include_private=can_manage_study(request.user, study))
+    return board, fields
+
+
+@require_GET
+def metric_board(request, slug):
+    """Evaluators ranked by their correlation with the study's human labels, per aspect."""
+    study = get_study_for_metric_board(request.user, slug)
+    board, fields = _board(request, study)
+    for row in board.get("rows", []):
+        row["bar"] = _ci_bar(row)
+    context = {"study": study, "board": board, "fields": fields,
+               "can_manage": can_manage_study(request.user, study),
+               "public": report_selectors.metric_board_is_public(study),
+               "formats": exports.FORMATS}
+    return render(request, "annotation/metric_board.html", context)
+
+
+def _ci_bar(row: dict) -> dict | None:
+    """Percent positions of a correlation and its CI on a −1 … 1 axis."""
+    if row.get("value") is None:
+        return None
+    low = row["ci_low"] if row.get("ci_low") is not None else row["value"]
+    high = row["ci_high"] if row.get("ci_high") is not None else row["value"]
+    return {"value": round((row["value"] + 1) * 50, 2), "low": round((low + 1) * 50, 2),
+            "width": round((high - low) * 50, 2)}
+
+
+@require_GET
+def metric_board_download(request, slug, fmt):
+    study = get_study_for_metric_board(request.user, slug)
+    if fmt not in exports.FORMATS:
+        raise Http404("No such format.")
+    board, _ = _board(request, study)
+    if not board:
+        raise Http404("This study has no numeric field.")
+    return _download(exports.render(board, [exports.metric_board_table(board)], fmt), fmt,
+                     f"{study.slug}-metric-leaderboard-{board['aspect']}")

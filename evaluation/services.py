@@ -12,7 +12,11 @@ from django.conf import settings
 from django.db import transaction
 
 from leaderboard.models import Submission
-from leaderboard.services import submission_create, system_get_or_create_baseline
+from leaderboard.services import (
+    rank_refresh_enqueue,
+    submission_create,
+    system_get_or_create_baseline,
+)
 
 from .baselines import BASELINES, EmbeddingsUnavailable, baseline_class, generate_submission
 from .formats.bundle import Bundle, read_bundle, write_bundle
@@ -231,6 +235,9 @@ def run_process(*, job_id: int, progress: Progress | None = None) -> Run | None:
         job_finish(job_id, error=f"{type(exc).__name__}: {exc}")
     else:
         job_finish(job_id, result=result)
+        # A new result can change who is significantly better than whom on the leaderboard.
+        rank_refresh_enqueue(benchmark_id=run.submission.benchmark_id,
+                             protocol=run.submission.protocol)
     return run
 
 

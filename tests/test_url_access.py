@@ -61,6 +61,15 @@ ACCESS.update({
                                 (_S, "post", {**_AUTHORS, "author": 302, "staff": 302})],
     "annotation:study_export_download": [({**_S, "job_id": 999999}, "get",
                                           {**_AUTHORS, "author": 404, "staff": 404})],
+    # Reports are private to the author and staff; a metric leaderboard is public only when
+    # its study and benchmark are (tiny-study is not, and has no numeric field to rank by).
+    "annotation:study_report": [(_S, "get", _AUTHORS)],
+    "annotation:study_report_download": [({**_S, "kind": "agreement", "fmt": "csv"}, "get",
+                                          _AUTHORS)],
+    "annotation:metric_board_index": [({}, "get", ALL_200)],
+    "annotation:metric_board": [(_S, "get", {**_AUTHORS, "anonymous": 404})],
+    "annotation:metric_board_download": [({**_S, "fmt": "csv"}, "get",
+                                          {**dict.fromkeys(PERSONAS, 404), "annotator": 403})],
 })
 
 # Leaderboard (the `leaderboard_world` fixture: the researcher owns the published system

@@ -1,0 +1,344 @@
+"""Reads for study reports: the label table, evaluator scores, and the cached report builders.
+
+`study_label_table` is the one long-format table every report is computed from (native
+annotations flattened per form, or a study's imported labels); excluded annotators are left out
+and listed. `evaluator_score_sets` reads the latest succeeded run of every evaluator (built-in
+or imported with `import_scores`) for every system on the study's benchmark. The `study_*`
+functions call the pure builders of `reports` and cache the result until a label, an exclusion
+or a run changes, so the page, the commands and the exports print the same numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from evaluation.models import Dialogue, Job, Run, UnitScore
+
+from . import reports
+from .access import can_manage_study
+from .labels import (
+    REFERENCE,
+    FieldSpec,
+    LabelRow,
+    LabelTable,
+    NativeItem,
+    imported_value,
+    native_fields,
+    native_rows,
+)
+from .models import Annotation, ImportedField, ImportedLabel, Study, StudyItem, StudyMember
+from .selectors import gold_accuracy
+
+REPORT_CACHE_SECONDS = 3600
+SYSTEM_GROUP = "system"
+
+
+@lru_cache(maxsize=1)
+def concord_version() -> str:
+    try:
+        with (Path(settings.BASE_DIR) / "pyproject.toml").open("rb") as handle:
+            return tomllib.load(handle)["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def reference_system_name(benchmark) -> str:
+    """The system that owns a benchmark's units when they have none of their own (AB-ReDial's
+    dialogues, a benchmark's reference turns): metric scores on them are runs of this system."""
+    return f"{benchmark.name} reference"
+
+
+# --- the label table -------------------------------------------------------------------------
+
+
+def study_field_specs(*, study: Study) -> dict[str, FieldSpec]:
+    if study.is_imported:
+        return {f.name: FieldSpec(f.name, f.unit_type, f.level, f.scale_min, f.scale_max,
+                                  label=f.name.replace("_", " "), description=f.description,
+                                  group="imported")
+                for f in ImportedField.objects.filter(study=study).order_by("pk")}
+    return native_fields(study.forms, study.likert_scales)
+
+
+def _excluded(study: Study) -> list[dict]:
+    return [{"annotator": m.user.get_username(), "reason": m.exclusion_reason,
+             "excluded_at": m.excluded_at.isoformat() if m.excluded_at else ""}
+            for m in study.members.filter(excluded=True).select_related("user")]
+
+
+def study_label_table(*, study: Study) -> LabelTable:
+    """Every label that counts in STUDY's reports, one row per unit × annotator × field."""
+    fields = study_field_specs(study=study)
+    rows: list[LabelRow] = []
+    if study.is_imported:
+        levels = {name: spec.level for name, spec in fields.items()}
+        for unit_type, unit_id, dialogue_id, system, annotator, name, num, text in (
+                ImportedLabel.objects.filter(study=study).order_by("pk").values_list(
+                    "unit_type", "unit_id", "dialogue_id", "system", "annotator", "field",
+                    "value_num", "value_text").iterator(chunk_size=5000)):
+            if name in levels:
+                rows.append(LabelRow(unit_type, unit_id, dialogue_id, system, annotator, name,
+                                     imported_value(levels[name], num, text)))
+        return LabelTable(rows, fields, [])
+    annotations = (Annotation.objects
+                   .filter(item__study=study, item__kind=StudyItem.Kind.NORMAL,
+                           assignment__member__excluded=False)
+                   .order_by("item__position", "annotator__username")
+                   .values_list("values", "annotator__username", "item__mode",
+                                "item__turn_index", "item__dialogue__external_id",
+                                "item__system__name", "item__system_b__name"))
+    for values, username, mode, turn, dialogue, system, system_b in annotations:
+        item = NativeItem(mode, dialogue, turn, system or REFERENCE, system_b or REFERENCE)
+        rows += [row for row in native_rows(values, item, username) if row.field in fields]
+    return LabelTable(rows, fields, _excluded(study))
+
+
+def study_recommend_gold(*, study: Study) -> dict:
+    """Blind-recommendation unit -> its gold and acceptable alternative items."""
+    gold = {}
+    for dialogue, turn, reference in (StudyItem.objects.filter(
+            study=study, mode=StudyItem.Mode.RECOMMEND, kind=StudyItem.Kind.NORMAL)
+            .values_list("dialogue__external_id", "turn_index", "reference")):
+        items = (reference or {}).get("gold_item_ids", []) + (reference or {}).get(
+            "alternative_item_ids", [])
+        gold[(REFERENCE, f"{dialogue}#{turn}")] = items
+    return gold
+
+
+def study_gold_by_username(*, study: Study) -> dict[str, tuple[int, int]]:
+    names = dict(StudyMember.objects.filter(study=study).values_list("user_id",
+                                                                     "user__username"))
+    return {names.get(user_id, str(user_id)): counts
+            for user_id, counts in gold_accuracy(study=study).items()}
+
+
+def study_snapshot(*, study: Study, table: LabelTable) -> dict:
+    """What the numbers were computed from (recorded in every export)."""
+    aggregated = sum(1 for row in table.rows if not row.annotator)
+    counts = {"labels": len(table.rows), "aggregated_labels": aggregated,
+              "units": len(table.units()), "annotators": len(table.annotators()),
+              "fields": len({row.field for row in table.rows})}
+    if not study.is_imported:
+        counts.update(items=study.items.filter(kind=StudyItem.Kind.NORMAL).count(),
+                      annotations=Annotation.objects.filter(item__study=study).count())
+    return {"study": study.slug, "title": study.title, "source": study.source,
+            "benchmark": study.benchmark.slug, "benchmark_name": study.benchmark.name,
+            "author": study.author.get_username(),
+            "generated_at": timezone.now().isoformat(timespec="seconds"),
+            "concord_version": concord_version(), "counts": counts,
+            "excluded": table.excluded}
+
+
+# --- evaluator scores ------------------------------------------------------------------------
+
+
+def _latest_runs(benchmark, *, include_private: bool, evaluators=None) -> list[Run]:
+    runs = (Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
+            .select_related("submission__system").order_by("-created_at", "-pk"))
+    if not include_private:
+        runs = runs.filter(submission__is_public=True)
+    if evaluators is not None:
+        runs = runs.filter(evaluator__in=list(evaluators))
+    latest: dict[tuple, Run] = {}
+    for run in runs:
+        latest.setdefault((run.submission.system_id, run.evaluator), run)
+    return list(latest.values())
+
+
+def evaluator_names(*, benchmark, include_private: bool = True) -> list[str]:
+    return sorted({run.evaluator for run in _latest_runs(benchmark,
+                                                         include_private=include_private)})
+
+
+def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = True,
+                         unit_type: str | None = None, metric_names=None
+                         ) -> dict[str, list[reports.ScoreSet]]:
+    """evaluator -> one ScoreSet per metric, keyed (system, unit id) like the label table.
+
+    Dialogue-level scores of a `log` run are keyed by the dialogue the log names (its
+    `dialogue_id`), so a judge's per-log score meets the humans' label of that dialogue.
+    """
+    reference = reference_system_name(benchmark)
+    runs = {run.pk: run for run in _latest_runs(benchmark, include_private=include_private,
+                                                evaluators=evaluators)}
+    sets: dict[tuple[str, str, str], reports.ScoreSet] = {}
+    scores = UnitScore.objects.filter(run_id__in=list(runs)).exclude(value=None)
+    if unit_type is not None:
+        scores = scores.filter(unit_type=unit_type)
+    if metric_names is not None:  # a predicate on metric names: read only what is needed
+        names = set(scores.values_list("metric", flat=True).distinct())
+        scores = scores.filter(metric__in=[name for name in names if metric_names(name)])
+    rows = (scores
+            .values_list("run_id", "metric", "unit_type", "unit_id", "dialogue_id", "value")
+            .iterator(chunk_size=10000))
+    for run_id, metric, unit_type, unit_id, dialogue_id, value in rows:
+        run = runs[run_id]
+        if unit_type == "dialogue" and dialogue_id:
+            unit_id = dialogue_id  # a log's scores belong to the dialogue it names
+        system = run.submission.system.name
+        system = REFERENCE if system == reference else system
+        key = (run.evaluator, metric, unit_type)
+        if key not in sets:
+            sets[key] = reports.ScoreSet(run.evaluator, metric, unit_type)
+        sets[key].values[(system, unit_id)] = value
+    grouped: dict[str, list[reports.ScoreSet]] = defaultdict(list)
+    for (evaluator, _, _), score in sorted(sets.items()):
+        grouped[evaluator].append(score)
+    return dict(grouped)
+
+
+# --- subsets (--by) --------------------------------------------------------------------------
+
+
+def grouping_keys(*, benchmark) -> list[str]:
+    """What `--by` accepts: `system` and every scenario key with scalar values."""
+    keys = set()
+    for scenario in Dialogue.objects.filter(benchmark=benchmark).values_list("scenario",
+                                                                             flat=True)[:2000]:
+        keys |= {k for k, v in (scenario or {}).items() if isinstance(v, str | int | float)}
+    return [SYSTEM_GROUP, *sorted(keys - {SYSTEM_GROUP})]
+
+
+def resolve_grouping(*, benchmark, by: str) -> str:
+    """BY as a grouping key: `system`, a scenario key, or its `source_` form (`dataset` means
+    `source_dataset`, the source data set the public importers record)."""
+    if not by:
+        return ""
+    keys = grouping_keys(benchmark=benchmark)
+    for candidate in (by, f"source_{by}"):
+        if candidate in keys:
+            return candidate
+    raise ValueError(f"split by one of: {', '.join(keys)} (not {by!r})")
+
+
+def resolve_evaluator(*, benchmark, name: str) -> str:
+    """NAME as an evaluator with finished runs on BENCHMARK (`face` finds `external:face`)."""
+    names = evaluator_names(benchmark=benchmark)
+    for candidate in (name, f"external:{name}"):
+        if candidate in names:
+            return candidate
+    raise ValueError(f"no finished run of {name!r} on {benchmark.slug} (evaluators: "
+                     f"{', '.join(names) or 'none'})")
+
+
+def unit_groups(*, study: Study, table: LabelTable, by: str) -> dict | None:
+    """unit -> its subset: the system, or the dialogue's scenario value for key BY."""
+    if not by:
+        return None
+    units = table.units()
+    if by == SYSTEM_GROUP:
+        return {key: key[0] or "reference" for key in units}
+    dialogue_ids = {unit["dialogue_id"] for unit in units.values()}
+    scenario = {}
+    for external_id, values in (Dialogue.objects.filter(benchmark=study.benchmark,
+                                                        external_id__in=dialogue_ids)
+                                .values_list("external_id", "scenario")):
+        value = (values or {}).get(by)
+        if isinstance(value, str | int | float):
+            scenario[external_id] = str(value)
+    return {key: scenario[unit["dialogue_id"]] for key, unit in units.items()
+            if unit["dialogue_id"] in scenario}
+
+
+# --- cached builders -------------------------------------------------------------------------
+
+
+def _fingerprint(study: Study, *, runs: bool) -> str:
+    if study.is_imported:
+        labels = ImportedLabel.objects.filter(study=study).aggregate(n=Count("pk"), last=Max("pk"))
+    else:
+        labels = Annotation.objects.filter(item__study=study).aggregate(
+            n=Count("pk"), last=Max("updated_at"))
+    excluded = list(study.members.filter(excluded=True).values_list("pk", flat=True))
+    parts = [study.pk, study.created_at, study.source, labels["n"], labels["last"], excluded]
+    if runs:
+        parts.append(Run.objects.filter(submission__benchmark=study.benchmark).aggregate(
+            n=Count("pk", filter=Q(job__status=Job.Status.SUCCEEDED)), last=Max("pk")))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
+
+
+def _cached(study: Study, name: str, args: tuple, build, *, runs: bool):
+    key = f"annotation:report:{name}:{study.pk}:{_fingerprint(study, runs=runs)}:" + \
+        hashlib.sha256(repr(args).encode()).hexdigest()[:16]
+    found = cache.get(key)
+    if found is None:
+        found = build()
+        cache.set(key, found, REPORT_CACHE_SECONDS)
+    return found
+
+
+def study_agreement(*, study: Study) -> dict:
+    """The agreement report of STUDY (reports.build_agreement), cached."""
+    def build():
+        table = study_label_table(study=study)
+        return reports.build_agreement(
+            table, snapshot=study_snapshot(study=study, table=table),
+            gold_accuracy=study_gold_by_username(study=study),
+            recommend_gold=study_recommend_gold(study=study))
+    return _cached(study, "agreement", (), build, runs=False)
+
+
+def study_correlation(*, study: Study, evaluator: str, by: str = "",
+                      with_points: bool = False) -> dict:
+    """Metric–human correlation of EVALUATOR on STUDY's labels, optionally split BY."""
+    def build():
+        table = study_label_table(study=study)
+        scores = evaluator_score_sets(benchmark=study.benchmark, evaluators=[evaluator])
+        return reports.build_correlation(
+            table, scores.get(evaluator, []), evaluator=evaluator, by=by,
+            groups=unit_groups(study=study, table=table, by=by),
+            snapshot=study_snapshot(study=study, table=table), with_points=with_points)
+    return _cached(study, "correlation", (evaluator, by, with_points), build, runs=True)
+
+
+def study_coupling(*, study: Study) -> dict:
+    """Factor coupling of the humans and of every evaluator named like the factors."""
+    def build():
+        table = study_label_table(study=study)
+        factors = {spec.name.rsplit(".", 1)[-1] for spec in reports.coupling_fields(table.fields)}
+        judges = evaluator_score_sets(
+            benchmark=study.benchmark, unit_type="dialogue",
+            metric_names=lambda name: name.rsplit(".", 1)[-1] in factors)
+        return reports.build_coupling(table, judges)
+    return _cached(study, "coupling", (), build, runs=True)
+
+
+def study_metric_leaderboard(*, study: Study, aspect: str, include_private: bool) -> dict:
+    def build():
+        table = study_label_table(study=study)
+        scores = evaluator_score_sets(benchmark=study.benchmark, include_private=include_private,
+                                      unit_type=table.fields[aspect].unit_type)
+        flat = [score for sets in scores.values() for score in sets]
+        return reports.build_metric_leaderboard(table, flat, aspect)
+    return _cached(study, "metric-board", (aspect, include_private), build, runs=True)
+
+
+# --- who sees which metric leaderboard -------------------------------------------------------
+
+
+def metric_board_is_public(study: Study) -> bool:
+    return study.is_public and study.benchmark.is_public
+
+
+def can_view_metric_board(user, study: Study) -> bool:
+    return metric_board_is_public(study) or can_manage_study(user, study)
+
+
+def metric_board_studies(*, user) -> list[Study]:
+    """Studies whose metric leaderboard USER may open: public ones, and their own."""
+    studies = Study.objects.select_related("benchmark").order_by("benchmark__name", "title")
+    if user.is_authenticated and user.is_staff:
+        return list(studies)
+    visible = Q(is_public=True, benchmark__is_public=True)
+    if user.is_authenticated:
+        visible |= Q(author=user)
+    return list(studies.filter(visible))

@@ -1,0 +1,106 @@
+"""The study report and the metric leaderboard in Chromium: the SVG heatmap and scatter plots
+have one mark per factor pair and per joined unit; screenshots for people to look at."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+
+from annotation import taskforms
+from annotation.imports import public_dataset_import, scores_import
+from tests.annotation.conftest import make_study, make_submissions
+from tests.annotation.test_report import label_all, score_file
+from tests.browser.conftest import screenshot
+from tests.browser.test_annotation_forms import log_in
+from tests.evaluation.formats.public_data import dataset
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    cache.clear()
+
+
+def test_native_report_draws_the_coupling_heatmap_and_a_scatter_per_metric(
+        page, live_server, tiny_benchmark, author, annotator, other_annotator, researcher,
+        tmp_path):
+    submissions = make_submissions(tiny_benchmark, researcher)
+    forms = (taskforms.CITATION, taskforms.CHECKLIST, taskforms.LIKERT, taskforms.CORE)
+    study = make_study(tiny_benchmark, author, forms=forms, submissions=submissions,
+                       overlap_k=3, tie_break_extra=False, slug="browser-study")
+    for user, style in ((annotator, "plain"), (other_annotator, "mild"),
+                        (User.objects.create_user("odd-one"), "odd")):
+        label_all(study, user, style)
+    scores_import(path=score_file(tmp_path, submissions), benchmark=tiny_benchmark,
+                  evaluator="toy")
+    log_in(page, live_server, author)
+    page.goto(f"/studies/{study.slug}/report/?evaluator=external:toy")
+    heatmaps = page.locator("#coupling svg.heatmap")
+    assert heatmaps.count() == 1  # the humans; no judge scored the CoRE factors
+    assert heatmaps.first.locator("rect.cell").count() == 12 * 12
+    scatter = page.locator("#correlation svg.scatter")
+    assert scatter.count() == 1
+    assert scatter.first.locator("circle.pt").count() == 4  # 2 systems × 2 labelled turns
+    assert page.locator("#table-agreement tbody tr").count() > 10
+    assert "nan" not in page.locator("main").inner_text().lower().split()
+    screenshot(page, "report-native-study")
+
+
+def test_crs_arena_eval_report_and_public_metric_leaderboard(page, live_server, staff,
+                                                             tmp_path):
+    folder = dataset("crs_arena_eval")
+    benchmark, study, _ = public_dataset_import(name="crs_arena_eval", path=folder,
+                                                author=staff)
+    data = json.loads((folder / "crs_arena_eval.json").read_text())
+    lengths, questions = [], []
+    for conversation in data:
+        for turn in conversation["dialogue"]:
+            if turn["role"] == "ASST":
+                unit = f"{conversation['conv_id']}#{turn['turn_ind']}"
+                lengths.append({"metric": "response_length", "unit_type": "turn",
+                                "unit_id": unit, "value": len(turn["utterance"].split())})
+                questions.append({"metric": "question_marks", "unit_type": "turn",
+                                  "unit_id": unit, "value": turn["utterance"].count("?")})
+        lengths.append({"metric": "assistant_turns", "unit_type": "dialogue",
+                        "unit_id": conversation["conv_id"],
+                        "value": sum(t["role"] == "ASST" for t in conversation["dialogue"])})
+    for name, lines in (("length", lengths), ("questions", questions)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(json.dumps(line) for line in lines))
+        scores_import(path=path, benchmark=benchmark, evaluator=name)
+
+    log_in(page, live_server, staff)
+    page.goto(f"/studies/{study.slug}/report/?evaluator=external:length&by=source_dataset")
+    heatmap = page.locator("#coupling svg.heatmap").first
+    assert heatmap.locator("rect.cell").count() == 7 * 7  # the seven dialogue-level labels
+    plots = page.locator("#correlation figure.scatter-figure")
+    counts = {plots.nth(i).get_attribute("data-metric"):
+              plots.nth(i).locator("circle.pt").count() for i in range(plots.count())}
+    assert counts == {"assistant_turns": 467, "response_length": 2230}
+    assert "opendialkg" in page.locator("#table-item_level").inner_text()
+    screenshot(page, "report-crs-arena-eval")
+
+    page.context.clear_cookies()  # a public data set's metric leaderboard is public
+    page.goto(f"/studies/{study.slug}/metric-leaderboard/?aspect=relevance")
+    rows = page.locator("#metric-board tbody tr")
+    assert rows.count() == 2
+    assert rows.first.locator("td").nth(1).inner_text() == "external:length"
+    screenshot(page, "metric-leaderboard-crs-arena-eval")
+
+
+def test_ab_redial_report_shows_agreement_with_intervals_and_leave_one_out(page, live_server,
+                                                                           staff):
+    _, study, _ = public_dataset_import(name="ab_redial", path=dataset("ab_redial"),
+                                        author=staff)
+    log_in(page, live_server, staff)
+    page.goto(f"/studies/{study.slug}/report/")
+    rows = page.locator("#table-agreement tbody tr")
+    assert rows.count() == 16  # 8 fields × (ordinal, interval)
+    assert "[" in rows.first.inner_text()  # every alpha has its interval
+    assert page.locator("#table-leave_one_out tbody tr").count() == 5
+    assert page.locator("#table-worst_pairs tbody tr").count() == 5
+    assert page.locator("#coupling svg.heatmap rect.cell").count() == 5 * 5
+    screenshot(page, "report-ab-redial")
