@@ -297,6 +297,16 @@ def _scatters(correlation: dict, aspect: str) -> list[dict]:
              "row": rows.get((plot["metric"], plot["aspect"]))} for plot in chosen]
 
 
+def _rows_with_data(table: dict) -> dict:
+    """The page leaves out correlation rows with no shared unit (they say nothing yet) and says
+    how many; the downloads keep every row."""
+    if "n" not in table["keys"]:
+        return table
+    column = table["keys"].index("n")
+    rows = [row for row in table["rows"] if row[column]["text"] not in ("0", "—", "")]
+    return {**table, "rows": rows, "left_out": len(table["rows"]) - len(rows)}
+
+
 def _heatmaps(coupling: dict) -> list[dict]:
     labels = coupling.get("labels", {})
     return [{**rater, "chart": charts.heatmap([labels.get(f, f) for f in rater["factors"]],
@@ -320,10 +330,10 @@ def study_report(request, slug):
         "heatmaps": _heatmaps(report_selectors.study_coupling(study=study)),
         "evaluators": evaluators, "evaluator": evaluator, "by": by, "grouping_keys": keys,
         "correlation": correlation,
-        "correlation_tables": [exports.display_table(t) for t in
+        "correlation_tables": [_rows_with_data(exports.display_table(t)) for t in
                                exports.correlation_tables(correlation)] if correlation else [],
-        "scatters": _scatters(correlation, request.GET.get("aspect", "")) if correlation
-        else [],
+        "scatters": [plot for plot in _scatters(correlation, request.GET.get("aspect", ""))
+                     if len(plot["points"]) >= 3] if correlation else [],
         "formats": exports.FORMATS,
     }
     return render(request, "annotation/report.html", context)

@@ -251,3 +251,22 @@ def test_metric_leaderboards_list_public_data_sets_and_your_own(client, labelled
     labelled_study.save(update_fields=["is_public"])
     assert client.get(board).status_code == 200
     assert labelled_study.title in client.get(index).content.decode()
+
+
+def test_report_page_leaves_out_correlations_without_shared_units(client, labelled_study,
+                                                                   author, submissions, tmp_path):
+    lines = [{"metric": "likert.informativeness", "unit_type": "turn", "unit_id": "d1#1",
+              "value": 1.0, "system": submission.system.slug} for submission in submissions]
+    path = tmp_path / "unlabelled.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    scores_import(path=path, benchmark=labelled_study.benchmark, evaluator="nobody")
+    client.force_login(author)
+    html = client.get(reverse("annotation:study_report", args=[labelled_study.slug]),
+                      {"evaluator": "external:nobody"}).content.decode()
+    assert "No metric shares a unit with the human labels yet." in html
+    assert "1 row without a shared unit left out here" in html
+    assert 'class="pt"' not in html  # no empty scatter plots
+    out = io.StringIO()
+    call_command("correlate", study=labelled_study.slug, evaluator="nobody", format="json",
+                 stdout=out)
+    assert len(json.loads(out.getvalue())["item_level"]) >= 1  # downloads keep every row
