@@ -22,6 +22,7 @@ not answering the user). Ties are broken by the pool's order, so results are det
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 
 from .aspects import aspect_score, aspect_weights, item_aspect_sentiment
@@ -58,8 +59,8 @@ def demote(ranked: Sequence[str], rejected: Sequence[str]) -> list[str]:
     return [i for i in ranked if i not in banned] + [i for i in ranked if i in banned]
 
 
-class Baseline:
-    """Ranks a turn's pool and answers it; subclasses define `scores` (or `rank`)."""
+class Baseline(ABC):
+    """Ranks a turn's pool and answers it; subclasses define `scores` (and may refine `rank`)."""
 
     key = ""
     name = ""
@@ -71,10 +72,12 @@ class Baseline:
         self.catalogue = catalogue
 
     def prepare(self, contexts: Sequence[TurnContext]) -> None:
-        """Batch work before answering (e.g. embedding every text once)."""
+        """Batch work before answering (e.g. embedding every text once); none by default."""
+        return None
 
+    @abstractmethod
     def scores(self, context: TurnContext) -> dict[str, float]:
-        raise NotImplementedError
+        """A score per pool item for this turn (higher ranks first)."""
 
     def rank(self, context: TurnContext) -> list[str]:
         ranked = order_by_score(context.pool, self.scores(context))
