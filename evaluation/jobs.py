@@ -34,6 +34,9 @@ def job_begin(job_id: int) -> Job | None:
         job.attempts += 1
         job.error = ""
         job.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "error"])
+    # Every job that starts also sweeps jobs whose worker died, so none stays "running" even
+    # when nobody opens its page (this one's heartbeat is fresh, so it is not swept).
+    jobs_fail_stale()
     return job
 
 

@@ -58,3 +58,15 @@ def test_a_job_redelivered_too_often_gives_up(researcher):
     assert job_begin(job.pk) is None
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and "Gave up after 3 attempts" in job.error
+
+
+def test_a_starting_job_sweeps_jobs_whose_worker_died(researcher):
+    dead = make_job(researcher)
+    job_begin(dead.pk)
+    Job.objects.filter(pk=dead.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=11))
+    alive = make_job(researcher)
+    assert job_begin(alive.pk) is not None
+    dead.refresh_from_db()
+    alive.refresh_from_db()
+    assert dead.status == Job.Status.FAILED and "stopped reporting" in dead.error
+    assert alive.status == Job.Status.RUNNING
