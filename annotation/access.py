@@ -12,6 +12,7 @@ from django.http import Http404
 
 from config.roles import STUDY_AUTHOR, has_role
 
+from . import rows
 from .models import Assignment, Study, StudyMember
 
 
@@ -60,19 +61,18 @@ def get_member_for_user(user, slug: str, *, write: bool = False) -> StudyMember:
 
 
 def get_assignment_for_user(user, slug: str, position: int, *, write: bool = False) -> Assignment:
-    """The user's own assignment at POSITION of their queue, with its item and study.
+    """The user's own assignment at POSITION of their queue, with its member, item, study and
+    autosaved draft (`assignment.draft_values`, None without one).
 
     Only the annotator it was handed to can open it (an author reads labels in the dashboard
-    and the export). One query, kept narrow on purpose: it runs on every item page and every
-    submission (docs/performance.md).
+    and the export). It runs on every item page, autosave and submission, so it is one
+    statement (`rows.assignment_lookup`; docs/performance.md).
     """
     if not user.is_authenticated:
         raise Http404("No such item.")
-    try:
-        assignment = (Assignment.objects.select_related("member", "item", "item__study")
-                      .get(member__user=user, member__study__slug=slug, position=position))
-    except Assignment.DoesNotExist:
-        raise Http404("No such item.") from None
+    assignment = rows.assignment_lookup(user_id=user.pk, slug=slug, position=position)
+    if assignment is None:
+        raise Http404("No such item.")
     if write and not assignment.item.study.is_open:
         raise PermissionDenied("This study is closed; your labels can be read but not changed.")
     return assignment

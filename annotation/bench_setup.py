@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import io
 import tempfile
+from importlib import import_module
 
+from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group, User
-from django.contrib.sessions.backends.db import SessionStore
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
@@ -35,7 +36,7 @@ def _user(username: str, role: str) -> User:
 
 
 def _session(user: User) -> str:
-    session = SessionStore()
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()

@@ -13,7 +13,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
 
 from evaluation.highlight import span_segments
@@ -21,7 +20,8 @@ from evaluation.metrics.quotes import extract_quotes
 from evaluation.models import DialogueItem, Review
 
 from . import taskforms
-from .models import Annotation, Assignment, BlindingEntry, Draft, Study, StudyItem, StudyMember
+from .memo import Memo
+from .models import Annotation, Assignment, BlindingEntry, Study, StudyItem, StudyMember
 
 # --- the item page -------------------------------------------------------------------------
 
@@ -93,10 +93,10 @@ def recommend_quote_checker(item: StudyItem):
 
 
 def _current_values(assignment: Assignment) -> tuple[dict, str]:
-    """The autosaved draft if there is one, else the submitted annotation, else nothing."""
-    draft = Draft.objects.filter(assignment=assignment).values_list("values", flat=True).first()
-    if draft is not None:
-        return draft, "draft"
+    """The autosaved draft if there is one (access.get_assignment_for_user brings it), else the
+    submitted annotation, else nothing."""
+    if assignment.draft_values is not None:
+        return assignment.draft_values, "draft"
     if assignment.status == Assignment.Status.SUBMITTED:
         values = (Annotation.objects.filter(assignment=assignment)
                   .values_list("values", flat=True).first())
@@ -111,20 +111,19 @@ def _letters(item: StudyItem) -> dict[int, str]:
         else {}
 
 
-ITEM_STATIC_SECONDS = 600
+# Items are snapshots, the blinding map is drawn once, and a benchmark cannot be replaced while
+# a study uses it: each web process keeps what an item page derives from them (docs/performance.md).
+ITEM_MEMO = Memo(size=2048, seconds=600)
+
+
+def _item_key(item: StudyItem, study: Study, *parts) -> tuple:
+    # created_at tells apart a study that reuses a deleted one's primary keys
+    return (item.pk, item.study_id, study.created_at.timestamp(), *parts)
 
 
 def item_static(item: StudyItem, study: Study) -> dict:
-    """What an item page shows that never changes: its letters, cited reviews, candidates.
-
-    Items are snapshots, the blinding map is drawn once, and a benchmark cannot be replaced
-    while a study uses it, so each web process keeps this for ten minutes: the hot item page
-    then needs no query for it (docs/performance.md).
-    """
-    key = (f"annotation:item-static:{item.pk}:{item.study_id}:{item.dialogue_id}:"
-           f"{study.created_at.timestamp()}")
-    found = cache.get(key)
-    if found is None:
+    """What an item page shows that never changes: its letters, cited reviews, candidates."""
+    def build() -> dict:
         found = {"letters": _letters(item)}
         if item.mode in (StudyItem.Mode.RESPONSE, StudyItem.Mode.PAIRWISE):
             found["reviews"] = _reviews_for(study, item.citations, item.citations_b)
@@ -135,8 +134,9 @@ def item_static(item: StudyItem, study: Study) -> dict:
             for review in Review.objects.filter(item__in=candidates).order_by("external_id"):
                 by_item[review.item_id].append(review)
             found["candidates"] = [(c, by_item[c.pk]) for c in candidates]
-        cache.set(key, found, ITEM_STATIC_SECONDS)
-    return found
+        return found
+
+    return ITEM_MEMO.get(_item_key(item, study, "static"), build)
 
 
 def _find(text: str, quote: str) -> int:
@@ -186,29 +186,42 @@ def _response_view(text: str, citations: list[dict], letter: str, reviews: dict,
     return ResponseView(letter, segments, listed, shown)
 
 
-def item_page(*, assignment: Assignment) -> dict:
-    """Everything the item page shows, in at most two queries beyond the assignment."""
+def item_page(*, assignment: Assignment, render_body) -> dict:
+    """Everything the item page shows, in at most two queries beyond the assignment.
+
+    The item's own part (the dialogue, the response, its reviews and the empty forms) goes
+    through RENDER_BODY(context) -> (main, panel) HTML. A fresh item (no draft, no annotation)
+    looks the same to every annotator, so that part is rendered once per web process and
+    reused; only a per-annotator order (a shuffled candidate pool) opts out.
+    """
     item, study = assignment.item, assignment.item.study
     values, state = _current_values(assignment)
-    static = item_static(item, study)
     context = {
-        "study": study, "assignment": assignment, "item": item, "values": values,
-        "state": state, "turns": item.context, "comment": values.get("comment", ""),
-        "flagged": bool(values.get("flag")), "flag_reason": values.get("flag_reason", ""),
+        "study": study, "assignment": assignment, "item": item, "state": state,
         "minutes_left": max(1, round(assignment.seconds_left / 60)),
         "is_practice": item.kind == StudyItem.Kind.CALIBRATION,
     }
-    builder = {
-        StudyItem.Mode.RESPONSE: _response_page,
-        StudyItem.Mode.CONVERSATION: _conversation_page,
-        StudyItem.Mode.RECOMMEND: _recommend_page,
-        StudyItem.Mode.PAIRWISE: _pairwise_page,
-    }[item.mode]
-    context.update(builder(assignment, item, study, values, static))
-    layout = context.pop("layout")
-    context["forms"] = set(layout.forms)
     if context["is_practice"] and state == "submitted":
         context["practice_feedback"] = practice_feedback(item.expected, values)
+
+    def build() -> tuple[str, str]:
+        body = {**context, "values": values, "turns": item.context,
+                "comment": values.get("comment", ""), "flagged": bool(values.get("flag")),
+                "flag_reason": values.get("flag_reason", "")}
+        builder = {
+            StudyItem.Mode.RESPONSE: _response_page,
+            StudyItem.Mode.CONVERSATION: _conversation_page,
+            StudyItem.Mode.RECOMMEND: _recommend_page,
+            StudyItem.Mode.PAIRWISE: _pairwise_page,
+        }[item.mode]
+        body.update(builder(assignment, item, study, values, item_static(item, study)))
+        body["forms"] = set(body.pop("layout").forms)
+        return render_body(body)
+
+    shared = state == "new" and item.mode != StudyItem.Mode.RECOMMEND
+    context["main_html"], context["panel_html"] = (
+        ITEM_MEMO.get(_item_key(item, study, "body", assignment.swapped), build)
+        if shared else build())
     return context
 
 

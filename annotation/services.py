@@ -626,9 +626,9 @@ def annotation_submit(*, assignment: Assignment, data: Mapping, focused_ms: int 
     with transaction.atomic():
         _touch(assignment, focused_ms=spent, now=timezone.now(), submitted=True)
         now = timezone.now()  # after the lock: later than any submission that got it first
-        # One read serves both the idempotency check and the tie check.
+        # The item's labels: the idempotency check, and the tie check at the k-th label.
         labels = list(Annotation.objects.filter(item=item).values_list(
-            "pk", "annotator_id", "values", "revision_count", "assignment__member__excluded"))
+            "pk", "annotator_id", "values", "revision_count"))
         mine = next((row for row in labels if row[1] == annotator_id), None)
         if mine is not None and mine[2] == parsed.values:
             return SubmitResult(Annotation(pk=mine[0], item=item, annotator_id=annotator_id,
@@ -648,8 +648,12 @@ def annotation_submit(*, assignment: Assignment, data: Mapping, focused_ms: int 
                                           values=parsed.values, time_spent_ms=spent,
                                           created_at=now)
         Draft.objects.filter(assignment=assignment).delete()
-        if mine is None and study.tie_break_extra and item.kind == StudyItem.Kind.NORMAL:
-            counted = [row[2] for row in labels if not row[4]]
+        if (mine is None and study.tie_break_extra and item.kind == StudyItem.Kind.NORMAL
+                and len(labels) + 1 >= study.overlap_k):  # only the k-th label can tie
+            excluded = set(StudyMember.objects.filter(
+                study=study, user_id__in=[row[1] for row in labels], excluded=True
+            ).values_list("user_id", flat=True))
+            counted = [row[2] for row in labels if row[1] not in excluded]
             counted += [] if assignment.member.excluded else [parsed.values]
             _maybe_extend_for_tie(item, study, counted)
     return SubmitResult(annotation, [], created=mine is None, changed=mine is not None)

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -126,8 +127,13 @@ def study_next(request, slug):
     return redirect("annotation:item_detail", slug=slug, position=assignment.position)
 
 
+def _item_body(context: dict) -> tuple[str, str]:
+    return (render_to_string("annotation/_item_main.html", context),
+            render_to_string("annotation/_item_panel.html", context))
+
+
 def _item_response(request, assignment, *, errors=(), status=200):
-    context = selectors.item_page(assignment=assignment)
+    context = selectors.item_page(assignment=assignment, render_body=_item_body)
     context["errors"] = list(errors)
     return render(request, "annotation/item.html", context, status=status)
 

@@ -1,5 +1,7 @@
 """The four roles of annotation.md §Roles. Staff is Django's is_staff; the others are groups."""
 
+from django.utils.functional import SimpleLazyObject
+
 ANNOTATOR = "annotator"
 RESEARCHER = "researcher"
 STUDY_AUTHOR = "study_author"
@@ -25,4 +27,5 @@ def has_role(user, role: str) -> bool:
 
 
 def roles_context(request):
-    return {"user_roles": user_roles(request.user)}
+    # lazy: pages that show no role chips (the item page) skip the query
+    return {"user_roles": SimpleLazyObject(lambda: sorted(user_roles(request.user)))}

@@ -150,6 +150,13 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     # A file, not memory, so a real worker process in the tests can share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+else:
+    # Server-side binding lets psycopg prepare the statements a process repeats (every item page
+    # and submission runs the same few): PostgreSQL then skips parsing and planning them
+    # (docs/performance.md). Behind a transaction-pooling PgBouncer, set the threshold to -1.
+    _threshold = env_int("DATABASE_PREPARE_THRESHOLD", 5)
+    DATABASES["default"]["OPTIONS"] = {"server_side_binding": True,
+                                       "prepare_threshold": None if _threshold < 0 else _threshold}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- auth -----------------------------------------------------------------------------------

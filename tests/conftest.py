@@ -1,5 +1,7 @@
 """Test personas and shared fixtures (healthchecks-style: owner, teammate, outsider…)."""
 
+import sys
+
 import pytest
 
 from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
@@ -58,3 +60,13 @@ def tiny_benchmark(db, tiny_bundle_dir):
     from evaluation.services import benchmark_import
 
     return benchmark_import(path=tiny_bundle_dir)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_item_memo():
+    """Web processes memoize item pages (annotation.selectors.ITEM_MEMO); primary keys repeat
+    between tests, so each test starts without."""
+    yield
+    selectors = sys.modules.get("annotation.selectors")
+    if selectors is not None:
+        selectors.ITEM_MEMO.clear()

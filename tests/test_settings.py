@@ -35,3 +35,16 @@ def test_a_malformed_boolean_is_refused_loudly(tmp_path):
     result = manage("check", tmp_path=tmp_path, DEBUG="maybe")
     assert result.returncode != 0
     assert "DEBUG='maybe' is not a boolean" in result.stderr
+
+
+def test_postgresql_prepares_repeated_statements_unless_turned_off(tmp_path):
+    show = ("from django.conf import settings; "
+            "print(settings.DATABASES['default']['OPTIONS'])")
+    url = "postgres://postgres@127.0.0.1:5432/concord"
+    on = manage("shell", "-c", show, tmp_path=tmp_path, DATABASE_URL=url)
+    assert "'server_side_binding': True, 'prepare_threshold': 5" in on.stdout, on.stderr
+    off = manage("shell", "-c", show, tmp_path=tmp_path, DATABASE_URL=url,
+                 DATABASE_PREPARE_THRESHOLD="-1")
+    assert "'prepare_threshold': None" in off.stdout, off.stderr
+    sqlite = manage("shell", "-c", show, tmp_path=tmp_path)
+    assert "server_side_binding" not in sqlite.stdout, sqlite.stderr

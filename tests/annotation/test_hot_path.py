@@ -1,0 +1,98 @@
+"""The item page's hot path: the one-statement assignment lookup and the per-process memo of
+what a fresh item looks like (docs/performance.md) must change nothing an annotator sees."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotation import rows, services
+from annotation.memo import Memo
+from annotation.models import Assignment, Study, StudyItem, StudyMember
+from annotation.selectors import ITEM_MEMO
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(instance):
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+
+def test_the_lookup_builds_the_same_objects_as_the_orm(study, member, annotator, outsider):
+    assignment = services.assignment_next(member=member)
+    services.draft_save(assignment=assignment, data={"likert-naturalness": "2"})
+    found = rows.assignment_lookup(user_id=annotator.pk, slug=study.slug,
+                                   position=assignment.position)
+    orm = Assignment.objects.select_related("member", "item", "item__study").get(pk=assignment.pk)
+    assert _fields(found) == _fields(orm)
+    assert _fields(found.member) == _fields(StudyMember.objects.get(pk=member.pk))
+    assert _fields(found.item) == _fields(StudyItem.objects.get(pk=assignment.item_id))
+    assert _fields(found.item.study) == _fields(Study.objects.get(pk=study.pk))
+    assert found.member.study is found.item.study
+    assert isinstance(found.item.context, list) and isinstance(found.item.study.forms, list)
+    assert found.draft_values == {"likert": {"naturalness": 2}}
+    # someone else's queue, another study, a position not handed out: nothing
+    assert rows.assignment_lookup(user_id=outsider.pk, slug=study.slug,
+                                  position=assignment.position) is None
+    assert rows.assignment_lookup(user_id=annotator.pk, slug="no-such-study",
+                                  position=assignment.position) is None
+    assert rows.assignment_lookup(user_id=annotator.pk, slug=study.slug, position=99) is None
+
+
+def test_the_lookup_without_a_draft(study, member, annotator):
+    assignment = services.assignment_next(member=member)
+    found = rows.assignment_lookup(user_id=annotator.pk, slug=study.slug,
+                                   position=assignment.position)
+    assert found.draft_values is None
+
+
+def test_a_fresh_item_is_rendered_once_and_drafts_stay_private(study, annotator,
+                                                               other_annotator):
+    members = [services.study_member_add(study=study, user=u)
+               for u in (annotator, other_annotator)]
+    first = services.assignment_next(member=members[0])
+    # the second annotator gets the same item (overlap k > 1), wherever it is in their queue
+    second = Assignment.objects.create(
+        member=members[1], item=first.item, position=1, handed_out_at=first.handed_out_at,
+        last_active_at=first.handed_out_at, queue_total=1)
+    ITEM_MEMO.clear()
+
+    def page(user, assignment):
+        client = Client()
+        client.force_login(user)
+        response = client.get(reverse("annotation:item_detail",
+                                      args=[study.slug, assignment.position]))
+        assert response.status_code == 200
+        return response.content.decode()
+
+    fresh = page(annotator, first)
+    assert len(ITEM_MEMO) == 2  # the item's static data and its fresh body
+    assert page(other_annotator, second).count('value="2" data-key="2" checked') == 0
+    services.draft_save(assignment=first, data={"likert-naturalness": "2", "comment": "mine"})
+    drafted = page(annotator, first)
+    assert "Draft restored" in drafted and ">mine</textarea>" in drafted
+    assert 'name="likert-naturalness" value="2" data-key="2" checked' in drafted
+    other = page(other_annotator, second)
+    assert "mine" not in other and "Draft restored" not in other
+    assert 'name="likert-naturalness" value="2" data-key="2" checked' not in other
+    assert "Autosave on" in fresh and "Autosave on" in other
+
+
+def test_the_memo_builds_once_expires_and_stays_bounded(monkeypatch):
+    memo, built = Memo(size=2, seconds=10), []
+    clock = [100.0]
+    monkeypatch.setattr("annotation.memo.time.monotonic", lambda: clock[0])
+
+    def build(value):
+        built.append(value)
+        return value
+
+    assert memo.get("a", lambda: build(1)) == 1
+    assert memo.get("a", lambda: build(2)) == 1 and built == [1]
+    clock[0] += 11  # expired: built again
+    assert memo.get("a", lambda: build(3)) == 3 and built == [1, 3]
+    memo.get("b", lambda: build(4))
+    memo.get("a", lambda: build(5))  # a is now the most recent
+    memo.get("c", lambda: build(6))  # evicts b, the least recent
+    assert len(memo) == 2
+    assert memo.get("a", lambda: build(7)) == 3
+    assert memo.get("b", lambda: build(8)) == 8
