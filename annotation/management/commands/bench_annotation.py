@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -243,7 +244,10 @@ class Command(BaseCommand):
             clients_before = resource.getrusage(resource.RUSAGE_SELF)
             cpu_before = (_cpu_seconds(web), _cpu_seconds(database))
             started = time.time()
-            samples = asyncio.run(_all_annotators(port, plan, options["think_ms"] / 1000))
+            # a thread of its own: the caller may already run an event loop (a test does)
+            with ThreadPoolExecutor(1) as pool:
+                samples = pool.submit(asyncio.run, _all_annotators(
+                    port, plan, options["think_ms"] / 1000)).result()
             wall = time.time() - started
             cpu = (_cpu_seconds(web) - cpu_before[0], _cpu_seconds(database) - cpu_before[1])
             clients_after = resource.getrusage(resource.RUSAGE_SELF)
