@@ -38,7 +38,7 @@ def _user(username: str, role: str) -> User:
 def _session(user: User) -> str:
     session = import_module(settings.SESSION_ENGINE).SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
     return session.session_key

@@ -1,11 +1,11 @@
-"""The one hand-written statement: an annotator's assignment with everything around it.
+"""The hand-written statements of the annotation hot path (docs/performance.md).
 
 Every item page, autosave and submission starts by looking up the annotator's assignment with
-its member, item, study and draft. Through the ORM that lookup costs about a millisecond of
-query compilation per request, more than everything else the database does for the request
-(docs/performance.md). Here the statement is built once from the models' own field lists, so
-it follows every migration, and its row becomes ordinary model instances through the same
-converters the ORM applies.
+its member, item, study and draft; a submission then locks the assignment, reads the item's
+labels and stores the annotation. Through the ORM each of these statements costs about a
+millisecond of query compilation, more than the database spends on it, so they are written
+here, built once from the models' own field lists (`config.rows`); tests check that they do
+what the ORM would.
 """
 
 from __future__ import annotations
@@ -14,63 +14,94 @@ import functools
 
 from django.db import connection
 
-from .models import Assignment, Draft, Study, StudyItem, StudyMember
+from config import rows
 
-_JOINED = (("a", Assignment), ("m", StudyMember), ("i", StudyItem), ("s", Study))
-
-
-def _converters(field, alias):
-    column = field.get_col(alias)
-    return (connection.ops.get_db_converters(column) + column.get_db_converters(connection),
-            column)
+from .models import Annotation, Assignment, Draft, Study, StudyItem, StudyMember
 
 
 @functools.cache
-def _lookup() -> tuple[str, list, tuple]:
-    table = {alias: model._meta.db_table for alias, model in _JOINED}
+def _lookup() -> tuple[str, list[rows.Columns], tuple]:
     quote = connection.ops.quote_name
-    columns, plan = [], []
-    for alias, model in _JOINED:
-        fields = model._meta.concrete_fields
-        columns += [f"{alias}.{quote(f.column)}" for f in fields]
-        plan.append((model, [f.attname for f in fields],
-                     [_converters(f, alias) for f in fields]))
+    parts = [rows.Columns(model, alias) for alias, model in
+             (("a", Assignment), ("m", StudyMember), ("i", StudyItem), ("s", Study))]
     draft_values = Draft._meta.get_field("values")
-    sql = (f"SELECT {', '.join(columns)}, d.{quote(draft_values.column)} "
-           f"FROM {quote(table['a'])} a "
-           f"JOIN {quote(table['m'])} m ON m.id = a.member_id "
-           f"JOIN {quote(table['i'])} i ON i.id = a.item_id "
-           f"JOIN {quote(table['s'])} s ON s.id = m.study_id "
+    sql = (f"SELECT {', '.join(part.sql for part in parts)}, d.{quote(draft_values.column)} "
+           f"FROM {quote(Assignment._meta.db_table)} a "
+           f"JOIN {quote(StudyMember._meta.db_table)} m ON m.id = a.member_id "
+           f"JOIN {quote(StudyItem._meta.db_table)} i ON i.id = a.item_id "
+           f"JOIN {quote(Study._meta.db_table)} s ON s.id = m.study_id "
            f"LEFT JOIN {quote(Draft._meta.db_table)} d ON d.assignment_id = a.id "
            "WHERE m.user_id = %s AND s.slug = %s AND a.position = %s")
-    return sql, plan, _converters(draft_values, "d")
-
-
-def _convert(value, converters):
-    functions, column = converters
-    for function in functions:
-        value = function(value, column, connection)
-    return value
+    return sql, parts, rows.converters(draft_values, "d")
 
 
 def assignment_lookup(*, user_id: int, slug: str, position: int) -> Assignment | None:
     """USER_ID's assignment at POSITION in study SLUG, or None; related objects attached and
     the draft's values in `draft_values` (None without a draft)."""
-    sql, plan, draft_converters = _lookup()
+    sql, parts, draft_plan = _lookup()
     with connection.cursor() as cursor:
         cursor.execute(sql, [user_id, slug, position])
         row = cursor.fetchone()
     if row is None:
         return None
     built, at = [], 0
-    for model, names, converters in plan:
-        cells = zip(row[at:at + len(names)], converters, strict=True)
-        values = [_convert(value, convert) for value, convert in cells]
-        built.append(model.from_db(connection.alias, names, values))
-        at += len(names)
+    for part in parts:
+        built.append(part.build(row, at))
+        at += part.width
     assignment, member, item, study = built
     member.study = item.study = study
     assignment.member, assignment.item = member, item
     draft = row[at]
-    assignment.draft_values = None if draft is None else _convert(draft, draft_converters)
+    assignment.draft_values = None if draft is None else rows.convert(draft, draft_plan)
     return assignment
+
+
+@functools.cache
+def _touch(submitted: bool) -> str:
+    quote = connection.ops.quote_name
+    status = ("%s" if submitted else  # working on an item that timed out takes it back
+              "CASE WHEN status = %s THEN %s ELSE status END")
+    done = ", released_at = NULL, submitted_at = COALESCE(submitted_at, %s)" if submitted else ""
+    return (f"UPDATE {quote(Assignment._meta.db_table)} SET last_active_at = %s, "
+            "focused_ms = CASE WHEN focused_ms < %s THEN %s ELSE focused_ms END, "
+            f"status = {status}{done} WHERE id = %s")
+
+
+def touch(assignment_id: int, *, now, focused_ms: int, submitted: bool) -> None:
+    """Record activity and focused time (never less than before); SUBMITTED marks the
+    assignment submitted (keeping the first submission time). The UPDATE locks the row."""
+    when = rows.prep(Assignment, "last_active_at", now)
+    if submitted:
+        status = [Assignment.Status.SUBMITTED.value]
+        done = [when]
+    else:
+        status = [Assignment.Status.RELEASED.value, Assignment.Status.ACTIVE.value]
+        done = []
+    with connection.cursor() as cursor:
+        cursor.execute(_touch(submitted),
+                       [when, focused_ms, focused_ms, *status, *done, assignment_id])
+
+
+@functools.cache
+def _labels() -> tuple[str, tuple]:
+    quote = connection.ops.quote_name
+    values = Annotation._meta.get_field("values")
+    return (f"SELECT id, annotator_id, {quote(values.column)}, revision_count "
+            f"FROM {quote(Annotation._meta.db_table)} t WHERE item_id = %s"), \
+        rows.converters(values, "t")
+
+
+def item_labels(item_id: int) -> list[tuple[int, int, dict, int]]:
+    """(pk, annotator id, values, revision count) of every annotation of the item."""
+    sql, plan = _labels()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [item_id])
+        found = cursor.fetchall()
+    return [(pk, annotator, rows.convert(values, plan), count)
+            for pk, annotator, values, count in found]
+
+
+def draft_delete(assignment_id: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {connection.ops.quote_name(Draft._meta.db_table)} "
+                       "WHERE assignment_id = %s", [assignment_id])

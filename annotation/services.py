@@ -25,12 +25,13 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Case, Count, Exists, F, OuterRef, Subquery, Value, When
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models import Count, Exists, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.text import slugify
 
 from config.roles import ANNOTATOR
+from config.rows import insert
 from evaluation.access import can_manage_benchmark
 from evaluation.formats.submission import iter_turn_records
 from evaluation.jobs import job_create
@@ -46,7 +47,7 @@ from evaluation.models import (
 )
 from leaderboard.models import Submission
 
-from . import blinding, queue, sampling, taskforms
+from . import blinding, queue, rows, sampling, taskforms
 from .models import (
     Annotation,
     AnnotationRevision,
@@ -574,26 +575,13 @@ def assignment_next(*, member: StudyMember, now=None) -> Assignment | None:
 
 # --- drafts and submissions ----------------------------------------------------------------
 
-def _touch(assignment: Assignment, *, focused_ms: int, now, submitted: bool = False) -> None:
-    """Record activity and focused time; this UPDATE also locks the assignment row."""
-    updates = {"last_active_at": now, "focused_ms": Greatest(F("focused_ms"), focused_ms)}
-    if submitted:
-        updates.update(status=Assignment.Status.SUBMITTED, released_at=None,
-                       submitted_at=Coalesce(F("submitted_at"), Value(now)))
-    else:  # working on an item that timed out takes it back
-        updates["status"] = Case(When(status=Assignment.Status.RELEASED,
-                                      then=Value(Assignment.Status.ACTIVE)),
-                                 default=F("status"))
-    Assignment.objects.filter(pk=assignment.pk).update(**updates)
-
-
 def draft_save(*, assignment: Assignment, data: Mapping, focused_ms: int = 0) -> Draft:
     """Autosave whatever is valid of the form so far; one upsert, safe to repeat."""
     layout = item_layout(assignment.item, assignment.item.study, swapped=assignment.swapped)
     values = taskforms.parse_post(data, layout, partial=True).values
     now = timezone.now()
     with transaction.atomic():
-        _touch(assignment, focused_ms=focused_ms, now=now)
+        rows.touch(assignment.pk, focused_ms=focused_ms, now=now, submitted=False)
         Draft.objects.bulk_create([Draft(assignment=assignment, values=values, saved_at=now)],
                                   update_conflicts=True, unique_fields=["assignment"],
                                   update_fields=["values", "saved_at"])
@@ -624,30 +612,27 @@ def annotation_submit(*, assignment: Assignment, data: Mapping, focused_ms: int 
     annotator_id = assignment.member.user_id
     spent = max(assignment.focused_ms, int(focused_ms))
     with transaction.atomic():
-        _touch(assignment, focused_ms=spent, now=timezone.now(), submitted=True)
+        rows.touch(assignment.pk, focused_ms=spent, now=timezone.now(), submitted=True)
         now = timezone.now()  # after the lock: later than any submission that got it first
         # The item's labels: the idempotency check, and the tie check at the k-th label.
-        labels = list(Annotation.objects.filter(item=item).values_list(
-            "pk", "annotator_id", "values", "revision_count"))
+        labels = rows.item_labels(item.pk)
         mine = next((row for row in labels if row[1] == annotator_id), None)
         if mine is not None and mine[2] == parsed.values:
             return SubmitResult(Annotation(pk=mine[0], item=item, annotator_id=annotator_id,
                                            values=mine[2]), [])  # a retry or double click
         if mine is None:
-            annotation = Annotation.objects.create(
+            annotation = insert(Annotation(
                 assignment=assignment, item=item, annotator_id=annotator_id,
-                values=parsed.values, submitted_at=now, updated_at=now, time_spent_ms=spent)
+                values=parsed.values, submitted_at=now, updated_at=now, time_spent_ms=spent))
         else:
             annotation = Annotation(pk=mine[0], item=item, annotator_id=annotator_id,
                                     values=parsed.values, revision_count=mine[3] + 1)
             Annotation.objects.filter(pk=mine[0]).update(
                 values=parsed.values, updated_at=now, time_spent_ms=spent,
                 revision_count=F("revision_count") + 1)
-        AnnotationRevision.objects.create(annotation=annotation,
-                                          number=annotation.revision_count,
-                                          values=parsed.values, time_spent_ms=spent,
-                                          created_at=now)
-        Draft.objects.filter(assignment=assignment).delete()
+        insert(AnnotationRevision(annotation=annotation, number=annotation.revision_count,
+                                  values=parsed.values, time_spent_ms=spent, created_at=now))
+        rows.draft_delete(assignment.pk)
         if (mine is None and study.tie_break_extra and item.kind == StudyItem.Kind.NORMAL
                 and len(labels) + 1 >= study.overlap_k):  # only the k-th label can tie
             excluded = set(StudyMember.objects.filter(

@@ -135,6 +135,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "config.roles.roles_context",
+                "config.navigation.nav_context",
             ],
         },
     },
@@ -167,6 +168,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 if TESTING:
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Django's database sessions and model backend, each read one statement (config/auth.py)
+SESSION_ENGINE = "config.auth"
+AUTHENTICATION_BACKENDS = ["config.auth.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"

@@ -402,7 +402,7 @@ def signup(request):
         user = researcher_register(username=form.cleaned_data["username"],
                                    email=form.cleaned_data.get("email", ""),
                                    password=form.cleaned_data["password1"])
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user)  # the one backend in AUTHENTICATION_BACKENDS
         messages.success(request, "Welcome! Register your system to submit its outputs.")
         return redirect("leaderboard:system_create")
     return render(request, "leaderboard/signup.html", {"form": form})

@@ -28,3 +28,7 @@ def test_the_benchmark_runs_and_reports_every_request(capsys):
         assert row["n"] == 12 and 0 < row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
         assert 1 <= row["queries"] <= 10
     assert set(report["cpu_ms_per_request"]) == {"web", "database", "load generator"}
+    floor = report["floor"]  # the same load on a WSGI app that does nothing
+    assert floor["requests"] == 24 and floor["errors"] == 0
+    assert 0 < floor["p50_ms"] <= floor["p95_ms"]
+    assert set(floor["cpu_ms_per_request"]) == {"web", "load generator"}

@@ -1,14 +1,18 @@
 """The item page's hot path: the one-statement assignment lookup and the per-process memo of
 what a fresh item looks like (docs/performance.md) must change nothing an annotator sees."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from annotation import rows, services
 from annotation.memo import Memo
-from annotation.models import Assignment, Study, StudyItem, StudyMember
+from annotation.models import Annotation, Assignment, Draft, Study, StudyItem, StudyMember
 from annotation.selectors import ITEM_MEMO
+
+from .conftest import full_answers
 
 pytestmark = pytest.mark.django_db
 
@@ -96,3 +100,44 @@ def test_the_memo_builds_once_expires_and_stays_bounded(monkeypatch):
     assert len(memo) == 2
     assert memo.get("a", lambda: build(7)) == 3
     assert memo.get("b", lambda: build(8)) == 8
+
+
+def test_touch_keeps_the_most_focused_time_and_the_first_submission(study, member):
+    assignment = services.assignment_next(member=member)
+    start = assignment.last_active_at
+    Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.RELEASED,
+                                                       released_at=start)
+    later = start + timedelta(minutes=1)
+    rows.touch(assignment.pk, now=later, focused_ms=500, submitted=False)
+    touched = Assignment.objects.get(pk=assignment.pk)
+    # working on a released item takes it back; focused time never goes down
+    assert touched.status == Assignment.Status.ACTIVE and touched.last_active_at == later
+    assert touched.focused_ms == 500 and touched.submitted_at is None
+    rows.touch(assignment.pk, now=later, focused_ms=200, submitted=False)
+    assert Assignment.objects.get(pk=assignment.pk).focused_ms == 500
+    rows.touch(assignment.pk, now=later, focused_ms=900, submitted=True)
+    done = Assignment.objects.get(pk=assignment.pk)
+    assert (done.status, done.focused_ms, done.submitted_at, done.released_at) == (
+        Assignment.Status.SUBMITTED, 900, later, None)
+    rows.touch(assignment.pk, now=later + timedelta(minutes=5), focused_ms=100, submitted=True)
+    again = Assignment.objects.get(pk=assignment.pk)
+    assert again.submitted_at == later and again.focused_ms == 900  # the first submission stays
+    assert again.status == Assignment.Status.SUBMITTED
+
+
+def test_item_labels_and_draft_delete_match_the_orm(study, member, annotator, other_annotator):
+    first = services.assignment_next(member=member)
+    services.draft_save(assignment=first, data={"likert-naturalness": "2"})
+    answers = full_answers(first.item)
+    assert not services.annotation_submit(assignment=first, data=answers).errors
+    assert not Draft.objects.filter(assignment=first).exists()  # the draft went with it
+    other = services.study_member_add(study=study, user=other_annotator)
+    second = Assignment.objects.create(
+        member=other, item=first.item, position=1, handed_out_at=first.handed_out_at,
+        last_active_at=first.handed_out_at, queue_total=1)
+    assert not services.annotation_submit(assignment=second, data=answers).errors
+    expected = list(Annotation.objects.filter(item=first.item).order_by("pk").values_list(
+        "pk", "annotator_id", "values", "revision_count"))
+    assert sorted(rows.item_labels(first.item_id)) == expected and len(expected) == 2
+    assert isinstance(expected[0][2], dict)
+    assert rows.item_labels(first.item_id + 1000) == []

@@ -79,11 +79,11 @@ def _wait_for_port(port: int, timeout: float) -> None:
     raise CommandError(f"gunicorn did not answer on 127.0.0.1:{port} within {timeout:.0f} s")
 
 
-def _admin(url: str, statement: str) -> None:
+def _admin(url: str, statement: str, database: str = "postgres") -> None:
     import psycopg
 
     parts = urlsplit(url)
-    admin = parts._replace(path="/postgres").geturl()
+    admin = parts._replace(path=f"/{database}").geturl()
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(statement)
 
@@ -170,6 +170,25 @@ async def _all_annotators(port: int, plan: dict, think: float) -> list:
     return [sample for samples in await asyncio.gather(*loops) for sample in samples]
 
 
+async def _floor_clients(port: int, clients: int, requests: int) -> list:
+    async def one(count: int) -> list:
+        client, samples = _Client(port, "-"), []
+        for _ in range(count):
+            began = time.perf_counter()
+            status, _ = await client.request("GET", "/")
+            samples.append(("empty app (GET)", time.perf_counter() - began, status))
+        client.close()
+        return samples
+    loops = [one(requests // clients) for _ in range(clients)]
+    return [sample for samples in await asyncio.gather(*loops) for sample in samples]
+
+
+def empty_app(environ, start_response):
+    """The floor's WSGI app: no Django, no database, two bytes."""
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+    return [b"ok"]
+
+
 class Command(BaseCommand):
     help = "Benchmark the annotation item page and submission under concurrent annotators."
 
@@ -206,6 +225,8 @@ class Command(BaseCommand):
                                 "--items", str(options["items"])],
                                cwd=settings.BASE_DIR, env=env, check=True, timeout=900)
                 plan = json.loads(plan_file.read_text())
+            # a freshly loaded database would otherwise be vacuumed and analyzed mid-run
+            _admin(url, "VACUUM ANALYZE", database=name)
             result = self._load(plan, env, options)
         finally:
             if not options["keep"]:
@@ -224,40 +245,56 @@ class Command(BaseCommand):
         plan_file.write_text(json.dumps(plan))
 
     # --- parent: serve and load -------------------------------------------------------------
-    def _load(self, plan: dict, env: dict, options) -> dict:
+    def _gunicorn(self, app: str, env: dict, options) -> tuple[subprocess.Popen, int]:
         port = _free_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
+            [sys.executable, "-m", "gunicorn", app, "--bind", f"127.0.0.1:{port}",
              "--workers", str(options["workers"]), "--threads", str(options["threads"]),
              "--worker-class", "gthread" if options["threads"] > 1 else "sync",
-             "--log-level", "warning", "--keep-alive", "30"],
+             "--preload", "--log-level", "warning", "--keep-alive", "30"],
             cwd=settings.BASE_DIR, env=env)
+        _wait_for_port(port, 60)
+        return server, port
+
+    def _measure(self, server: subprocess.Popen, loop) -> dict:
+        """Run the coroutine LOOP; its samples, wall time and the CPU it cost."""
+        def web(pid, ppid, name):
+            return ppid == server.pid
+
+        def database(pid, ppid, name):
+            return name.startswith("postgres")
+
+        clients_before = resource.getrusage(resource.RUSAGE_SELF)
+        cpu_before = (_cpu_seconds(web), _cpu_seconds(database))
+        started = time.time()
+        # a thread of its own: the caller may already run an event loop (a test does)
+        with ThreadPoolExecutor(1) as pool:
+            samples = pool.submit(asyncio.run, loop).result()
+        wall = time.time() - started
+        cpu = (_cpu_seconds(web) - cpu_before[0], _cpu_seconds(database) - cpu_before[1])
+        clients_after = resource.getrusage(resource.RUSAGE_SELF)
+        clients = (clients_after.ru_utime + clients_after.ru_stime
+                   - clients_before.ru_utime - clients_before.ru_stime)
+        return {"samples": samples, "wall": wall,
+                "cpu": {"web": cpu[0], "database": cpu[1], "load generator": clients}}
+
+    def _load(self, plan: dict, env: dict, options) -> dict:
+        server, port = self._gunicorn("config.wsgi", env, options)
         try:
-            _wait_for_port(port, 60)
             self._warm_up(port, plan)
-            def web(pid, ppid, name):
-                return ppid == server.pid
-
-            def database(pid, ppid, name):
-                return name.startswith("postgres")
-
-            clients_before = resource.getrusage(resource.RUSAGE_SELF)
-            cpu_before = (_cpu_seconds(web), _cpu_seconds(database))
-            started = time.time()
-            # a thread of its own: the caller may already run an event loop (a test does)
-            with ThreadPoolExecutor(1) as pool:
-                samples = pool.submit(asyncio.run, _all_annotators(
-                    port, plan, options["think_ms"] / 1000)).result()
-            wall = time.time() - started
-            cpu = (_cpu_seconds(web) - cpu_before[0], _cpu_seconds(database) - cpu_before[1])
-            clients_after = resource.getrusage(resource.RUSAGE_SELF)
-            clients = (clients_after.ru_utime + clients_after.ru_stime
-                       - clients_before.ru_utime - clients_before.ru_stime)
+            result = self._measure(server, _all_annotators(port, plan, options["think_ms"] / 1000))
         finally:
             server.terminate()
             server.wait(timeout=30)
-        return {"samples": samples, "wall": wall, "queries": plan["queries"], "port": port,
-                "cpu": {"web": cpu[0], "database": cpu[1], "load generator": clients}}
+        # The floor: the same server, clients and loop around a WSGI app that does nothing.
+        server, port = self._gunicorn(f"{__name__}:empty_app", env, options)
+        try:
+            floor = self._measure(server, _floor_clients(port, len(plan["annotators"]),
+                                                         len(result["samples"])))
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        return {**result, "queries": plan["queries"], "port": port, "floor": floor}
 
     def _warm_up(self, port: int, plan: dict) -> None:
         """One request per worker-ish so imports and connections are not in the figures."""
@@ -289,6 +326,7 @@ class Command(BaseCommand):
                              "p99_ms": round(percentile(ms, 99), 1),
                              "queries": result["queries"][kind]}
                       for kind, ms in by_kind.items()},
+            "floor": self._floor_summary(result["floor"]),
         }
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=1))
@@ -305,6 +343,22 @@ class Command(BaseCommand):
                               f"{row['p99_ms']:>9}{row['queries']:>13}")
         cpu = ", ".join(f"{k} {v} ms" for k, v in summary["cpu_ms_per_request"].items())
         self.stdout.write(f"CPU per request on {summary['cpus']} CPU(s): {cpu}")
+        floor = summary["floor"]
+        self.stdout.write(
+            f"Floor (same gunicorn, clients and loop; a WSGI app that only answers \"ok\"): "
+            f"{floor['requests_per_second']} requests/s, p50 {floor['p50_ms']} ms, "
+            f"p95 {floor['p95_ms']} ms; CPU per request: web {floor['cpu_ms_per_request']['web']}"
+            f" ms, load generator {floor['cpu_ms_per_request']['load generator']} ms")
+
+    @staticmethod
+    def _floor_summary(floor: dict) -> dict:
+        ms = [seconds * 1000 for _, seconds, status in floor["samples"] if status == 200]
+        total = len(floor["samples"])
+        return {"requests": total, "errors": total - len(ms),
+                "requests_per_second": round(total / floor["wall"], 1),
+                "p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1),
+                "cpu_ms_per_request": {k: round(1000 * v / total, 2)
+                                       for k, v in floor["cpu"].items() if k != "database"}}
 
 
 def argparse_suppress():

@@ -1,0 +1,90 @@
+"""Hand-written SELECTs for the few statements every request runs.
+
+Through the ORM, compiling a query costs more Python than the database spends answering it
+(docs/performance.md, "Annotation"). For the reads on every request (the session, the user,
+an annotator's assignment) the statement is instead built once from the models' own field
+lists, so it follows every migration, and each row becomes an ordinary model instance through
+the same converters the ORM applies.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from django.db import connection, models
+
+
+def converters(field, alias: str) -> tuple[list, object]:
+    """The ORM's converters of FIELD read as ALIAS.column (for `convert`)."""
+    column = field.get_col(alias)
+    return (connection.ops.get_db_converters(column) + column.get_db_converters(connection),
+            column)
+
+
+def convert(value, plan):
+    """VALUE as the ORM would hand it over, by PLAN from `converters`."""
+    functions, column = plan
+    for function in functions:
+        value = function(value, column, connection)
+    return value
+
+
+class Columns:
+    """One model's concrete columns under a table alias: the SELECT list, and turning that
+    part of a row into an instance."""
+
+    def __init__(self, model: type[models.Model], alias: str):
+        fields = model._meta.concrete_fields
+        quote = connection.ops.quote_name
+        self.model, self.width = model, len(fields)
+        self.names = [field.attname for field in fields]
+        self.sql = ", ".join(f"{alias}.{quote(field.column)}" for field in fields)
+        self.plans = [converters(field, alias) for field in fields]
+
+    def build(self, row, at: int = 0) -> models.Model:
+        cells = zip(row[at:at + self.width], self.plans, strict=True)
+        return self.model.from_db(connection.alias, self.names,
+                                  [convert(value, plan) for value, plan in cells])
+
+
+@functools.cache
+def _single(model: type[models.Model], where: str) -> tuple[str, Columns]:
+    columns = Columns(model, "t")
+    table = connection.ops.quote_name(model._meta.db_table)
+    return f"SELECT {columns.sql} FROM {table} t WHERE {where}", columns
+
+
+def one(model: type[models.Model], where: str, params: list):
+    """The MODEL row matching WHERE (SQL on alias `t`, %s placeholders), or None."""
+    sql, columns = _single(model, where)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return None if row is None else columns.build(row)
+
+
+def prep(model: type[models.Model], name: str, value):
+    """VALUE as a statement parameter for MODEL's field NAME (what the ORM would send)."""
+    return model._meta.get_field(name).get_db_prep_save(value, connection)
+
+
+@functools.cache
+def _insert(model: type[models.Model]) -> tuple[str, list]:
+    quote = connection.ops.quote_name
+    fields = [field for field in model._meta.concrete_fields if not field.db_returning]
+    return (f"INSERT INTO {quote(model._meta.db_table)} "
+            f"({', '.join(quote(field.column) for field in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) "
+            f"RETURNING {quote(model._meta.pk.column)}"), fields
+
+
+def insert(instance: models.Model) -> models.Model:
+    """Save the new INSTANCE with one statement; an automatic primary key is set from it."""
+    sql, fields = _insert(type(instance))
+    params = [field.get_db_prep_save(field.pre_save(instance, True), connection)
+              for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        instance.pk = cursor.fetchone()[0]
+    instance._state.adding, instance._state.db = False, connection.alias
+    return instance
