@@ -1,5 +1,6 @@
 """Geometry of the report page's server-rendered SVG charts: the inter-factor Kendall τ_b heatmap
-(CoRE §7.1.1, Fig. 3) and the metric-vs-human scatter plot (FACE §5).
+(CoRE §7.1.1, Fig. 3), the metric-vs-human scatter plot (FACE §5) and the sample-efficiency
+curve (FACE Fig. 4).
 
 Functions return numbers and strings in pixel space; templates draw them as SVG with Django's
 auto-escaping (nothing here builds markup). Pure Python, no Django.
@@ -111,4 +112,36 @@ def scatter(points: Sequence[tuple[float, float, str]], *, x_label: str, y_label
                     for t in _ticks(y_low, y_high) if y_low <= t <= y_high],
         "x_label": x_label, "y_label": y_label, "x_label_y": height - 6,
         "legend": [{"label": g, "fill": colour[g]} for g in groups],
+    }
+
+
+def curve(points: Sequence[tuple[int, float | None, float | None, float | None]], *,
+          x_label: str, y_label: str, width: int = 420, height: int = 240) -> dict:
+    """A correlation (-1..1) per x, x evenly spaced in the given order: the mean as a line with
+    dots, its interval as a band. Points are (x, mean, low, high); None where undefined."""
+    left, right, top, bottom = 52, width - 12, 12, height - 44
+    step = (right - left) / max(1, len(points) - 1)
+
+    def px(index: int) -> float:
+        return round(left + index * step if len(points) > 1 else (left + right) / 2, 1)
+
+    def py(value: float) -> float:
+        return round(bottom - (max(-1.0, min(1.0, value)) + 1) / 2 * (bottom - top), 1)
+
+    means = [(px(i), py(mean)) for i, (_, mean, _, _) in enumerate(points) if mean is not None]
+    banded = [(px(i), py(low), py(high)) for i, (_, _, low, high) in enumerate(points)
+              if low is not None and high is not None]
+    band = [f"{x},{high}" for x, _, high in banded] + [f"{x},{low}" for x, low, _ in
+                                                       reversed(banded)]
+    return {
+        "width": width, "height": height,
+        "plot": {"left": left, "right": right, "top": top, "bottom": bottom},
+        "line": " ".join(f"{x},{y}" for x, y in means),
+        "band": " ".join(band),
+        "dots": [{"cx": x, "cy": y} for x, y in means],
+        "x_ticks": [{"x": px(i), "label": str(x), "y1": bottom, "y2": bottom + 4,
+                     "label_y": bottom + 16} for i, (x, _, _, _) in enumerate(points)],
+        "y_ticks": [{"y": py(t), "label": _fmt(t), "label_x": left - 6, "label_y": py(t) + 4}
+                    for t in (-1.0, -0.5, 0.0, 0.5, 1.0)],
+        "x_label": x_label, "y_label": y_label, "x_label_y": height - 6,
     }

@@ -37,6 +37,7 @@ from evaluation.stats.correlation import (
     join_on_units,
     quadratic_weighted_kappa,
     rank_evaluators,
+    sample_efficiency_curve,
     system_level_correlation,
 )
 from evaluation.stats.results import Estimate
@@ -381,11 +382,24 @@ def _system_rows(score: ScoreSet, spec: FieldSpec, human: Mapping, groups) -> li
     return rows
 
 
+EFFICIENCY_REPEATS = 100
+
+
 def _points(score: ScoreSet, spec: FieldSpec, human: Mapping, groups) -> dict:
+    """The scatter's (metric, human, subset) points, and the sample-efficiency curve: the
+    system-ranking Spearman ρ when each system is scored on k of its units (FACE Fig. 4)."""
     keys, xs, ys = join_on_units(score.values, human)
+    largest = max(Counter(key[0] for key in keys).values(), default=0)
+    sizes = sorted({size for size in (1, 2, 3, 5, 10, 20, 50) if size < largest} | {largest})
+    curve = sample_efficiency_curve(
+        dict(zip(keys, xs, strict=True)), dict(zip(keys, ys, strict=True)),
+        {key: key[0] for key in keys}, sizes=sizes if largest else (),
+        n_repeats=EFFICIENCY_REPEATS)
     return {"metric": score.metric, "aspect": spec.name, "aspect_label": spec.title,
+            "unit_type": spec.unit_type,
             "points": [(float(x), float(y), (groups or {}).get(key, "") or "")
-                       for key, x, y in zip(keys, xs, ys, strict=True)]}
+                       for key, x, y in zip(keys, xs, ys, strict=True)],
+            "efficiency": [point.to_dict() for point in curve]}
 
 
 # --- factor coupling (CoRE §7.1.1) -----------------------------------------------------------

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluation.jobs import jobs_fail_stale
 from evaluation.models import Job
 
-from . import charts, exports, report_selectors, selectors, services
+from . import charts, exports, report_selectors, reports, selectors, services
 from .access import (
     can_create_studies,
     can_manage_study,
@@ -300,6 +300,10 @@ def _scatters(correlation: dict, aspect: str) -> list[dict]:
         chosen += [plot for plot in plots if plot["aspect"] == pick]
     return [{**plot, "chart": charts.scatter(plot["points"], x_label=plot["metric"],
                                             y_label=f"human {plot['aspect_label']} (mean)"),
+             "curve": charts.curve(
+                 [(p["dialogues_per_system"], p["mean"], p["ci_low"], p["ci_high"])
+                  for p in plot["efficiency"]],
+                 x_label=f"{plot['unit_type']}s per system", y_label="Spearman ρ"),
              "row": rows.get((plot["metric"], plot["aspect"]))} for plot in chosen]
 
 
@@ -340,6 +344,7 @@ def study_report(request, slug):
                                exports.correlation_tables(correlation)] if correlation else [],
         "scatters": [plot for plot in _scatters(correlation, request.GET.get("aspect", ""))
                      if len(plot["points"]) >= 3] if correlation else [],
+        "efficiency_repeats": reports.EFFICIENCY_REPEATS,
         "formats": exports.FORMATS,
     }
     return render(request, "annotation/report.html", context)

@@ -168,6 +168,21 @@ def test_three_system_correlation_matches_hand_computed_values():
         "fewer than 3 shared units"
 
 
+def test_the_scatter_data_carry_a_sample_efficiency_curve_up_to_every_unit():
+    score = reports.ScoreSet("external:toy", "quality", "turn", dict(METRIC))
+    report = reports.build_correlation(three_system_table(), [score], evaluator="external:toy",
+                                       with_points=True)
+    curve = report["scatter"][0]["efficiency"]
+    assert [p["dialogues_per_system"] for p in curve] == [1, 2]  # two units per system
+    assert all(p["n_repeats"] == reports.EFFICIENCY_REPEATS for p in curve)
+    # all units: the system-level Spearman ρ itself, with no sampling left
+    assert curve[1]["mean"] == pytest.approx(1.5 / math.sqrt(3))
+    assert curve[1]["ci_low"] == curve[1]["ci_high"] == pytest.approx(curve[1]["mean"])
+    assert -1 <= curve[0]["ci_low"] <= curve[0]["mean"] <= curve[0]["ci_high"] <= 1
+    assert "efficiency" not in json.dumps(reports.build_correlation(
+        three_system_table(), [score], evaluator="external:toy"))  # not in the exports
+
+
 def test_metrics_named_like_fields_are_matched_else_compared_with_every_field():
     fields = {"face.relevance": FieldSpec("face.relevance", "turn", "ordinal", 0, 2),
               "face.overall": FieldSpec("face.overall", "dialogue", "ordinal", 0, 4),
@@ -229,6 +244,18 @@ def test_heatmap_has_one_cell_per_factor_pair_and_scatter_one_point_per_unit():
     assert len(plot["points"]) == 3 and len(plot["legend"]) == 2
     assert plot["points"][0]["cx"] < plot["points"][2]["cx"]
     assert plot["points"][0]["cy"] > plot["points"][2]["cy"]  # higher is up
+
+
+def test_curve_draws_the_defined_means_and_their_band_from_minus_one_to_one():
+    chart = charts.curve([(1, None, None, None), (2, 0.2, -0.4, 0.6), (5, 1.0, 1.0, 1.0)],
+                         x_label="turns per system", y_label="ρ")
+    assert [t["label"] for t in chart["x_ticks"]] == ["1", "2", "5"]
+    assert len(chart["dots"]) == 2 and len(chart["line"].split()) == 2
+    assert len(chart["band"].split()) == 4  # two upper corners, two lower
+    top, bottom = chart["plot"]["top"], chart["plot"]["bottom"]
+    assert chart["dots"][1]["cy"] == top  # ρ = 1 at the top
+    assert [t["y"] for t in chart["y_ticks"]][0] == bottom  # -1 at the bottom
+    assert charts.curve([(1, None, None, None)], x_label="x", y_label="y")["line"] == ""
 
 
 def test_exports_render_the_same_numbers_as_csv_latex_and_json():

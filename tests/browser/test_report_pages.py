@@ -80,6 +80,12 @@ def test_crs_arena_eval_report_and_public_metric_leaderboard(page, live_server, 
     counts = {plots.nth(i).get_attribute("data-metric"):
               plots.nth(i).locator("circle.pt").count() for i in range(plots.count())}
     assert counts == {"assistant_turns": 467, "response_length": 2230}
+    curves = page.locator("#correlation figure.curve-figure")  # sample efficiency, per metric
+    assert {curves.nth(i).get_attribute("data-metric") for i in range(curves.count())} == {
+        "assistant_turns", "response_length"}
+    for i in range(curves.count()):
+        assert curves.nth(i).locator("circle.curve-dot").count() >= 3
+        assert curves.nth(i).locator("polygon.curve-band").count() == 1
     assert "opendialkg" in page.locator("#table-item_level").inner_text()
     screenshot(page, "report-crs-arena-eval")
 

@@ -8,12 +8,14 @@ from scipy import stats
 from evaluation.stats.agreement import cohen_kappa
 from evaluation.stats.correlation import (
     correlate,
+    correlation_from_arrays,
     correlation_with_ci,
     coupling_by_rater,
     inter_factor_kendall,
     item_level_correlations,
     quadratic_weighted_kappa,
     rank_evaluators,
+    rowwise_correlation,
     sample_efficiency_curve,
     system_level_correlation,
     unit_means,
@@ -156,3 +158,18 @@ def test_evaluator_leaderboard_ranks_the_better_aligned_evaluator_first():
 def test_unit_means_average_annotators_and_skip_units_without_ratings():
     means = unit_means({"u1": [1, 2, None], "u2": [None], "u3": [4]})
     assert means == {"u1": 1.5, "u3": 4.0}
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman", "kendall"])
+def test_rowwise_correlation_equals_scipy_row_by_row(method):
+    rng = np.random.default_rng(3)
+    matrix = rng.integers(0, 4, size=(40, 6)).astype(float)  # ties included
+    matrix[0] = 2.0  # a constant row: undefined
+    target = rng.normal(size=6)
+    values = rowwise_correlation(matrix, target, method)
+    assert np.isnan(values[0])
+    for row, value in zip(matrix[1:], values[1:], strict=True):
+        expected = correlation_from_arrays(row, target, method).statistic
+        assert (expected is None and np.isnan(value)) or value == pytest.approx(expected)
+    assert np.isnan(rowwise_correlation(matrix[:, :2], target[:2], method)).all()  # < 3 systems
+    assert np.isnan(rowwise_correlation(matrix, np.ones(6), method)).all()
