@@ -1,10 +1,11 @@
-"""Hand-written SELECTs for the few statements every request runs.
+"""Hand-written statements for the few things every request does.
 
 Through the ORM, compiling a query costs more Python than the database spends answering it
 (docs/performance.md, "Annotation"). For the reads on every request (the session, the user,
-an annotator's assignment) the statement is instead built once from the models' own field
-lists, so it follows every migration, and each row becomes an ordinary model instance through
-the same converters the ORM applies.
+an annotator's assignment) and the rows a submission inserts, the statement is instead built
+once from the models' own field lists, so it follows every migration; rows read become ordinary
+model instances through the same converters the ORM applies, and values written go through
+each field's own `pre_save` and `get_db_prep_save`.
 """
 
 from __future__ import annotations
