@@ -390,11 +390,11 @@ def _points(score: ScoreSet, spec: FieldSpec, human: Mapping, groups) -> dict:
     system-ranking Spearman ρ when each system is scored on k of its units (FACE Fig. 4)."""
     keys, xs, ys = join_on_units(score.values, human)
     largest = max(Counter(key[0] for key in keys).values(), default=0)
-    sizes = sorted({size for size in (1, 2, 3, 5, 10, 20, 50) if size < largest} | {largest})
+    sizes = sorted({size for size in (1, 2, 3, 5, 10, 20, 50) if size < largest} | {largest}
+                   ) if largest else []
     curve = sample_efficiency_curve(
         dict(zip(keys, xs, strict=True)), dict(zip(keys, ys, strict=True)),
-        {key: key[0] for key in keys}, sizes=sizes if largest else (),
-        n_repeats=EFFICIENCY_REPEATS)
+        {key: key[0] for key in keys}, sizes=sizes, n_repeats=EFFICIENCY_REPEATS)
     return {"metric": score.metric, "aspect": spec.name, "aspect_label": spec.title,
             "unit_type": spec.unit_type,
             "points": [(float(x), float(y), (groups or {}).get(key, "") or "")

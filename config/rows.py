@@ -56,7 +56,7 @@ def _single(model: type[models.Model], where: str) -> tuple[str, Columns]:
 
 
 def one(model: type[models.Model], where: str, params: list):
-    """The MODEL row matching WHERE (SQL on alias `t`, %s placeholders), or None."""
+    """The MODEL row matching WHERE (SQL on the table alias `t`, parameters as %s), or None."""
     sql, columns = _single(model, where)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

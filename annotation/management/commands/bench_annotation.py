@@ -294,7 +294,7 @@ class Command(BaseCommand):
         finally:
             server.terminate()
             server.wait(timeout=30)
-        return {**result, "queries": plan["queries"], "port": port, "floor": floor}
+        return {**result, "queries": plan["queries"], "floor": floor}
 
     def _warm_up(self, port: int, plan: dict) -> None:
         """One request per worker-ish so imports and connections are not in the figures."""
