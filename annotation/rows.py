@@ -2,7 +2,8 @@
 
 Every item page, autosave and submission starts by looking up the annotator's assignment with
 its member, item, study and draft; a submission then locks the assignment, reads the item's
-labels and stores the annotation. Through the ORM each of these statements costs about a
+labels and stores the annotation. The first time a web process shows an item it also reads the
+item's letters and cited reviews. Through the ORM each of these statements costs about a
 millisecond of query compilation, more than the database spends on it, so they are written
 here, built once from the models' own field lists (`config.rows`); tests check that they do
 what the ORM would.
@@ -15,8 +16,9 @@ import functools
 from django.db import connection
 
 from config import rows
+from evaluation.models import Item, Review
 
-from .models import Annotation, Assignment, Draft, Study, StudyItem, StudyMember
+from .models import Annotation, Assignment, BlindingEntry, Draft, Study, StudyItem, StudyMember
 
 
 @functools.cache
@@ -105,3 +107,48 @@ def draft_delete(assignment_id: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {connection.ops.quote_name(Draft._meta.db_table)} "
                        "WHERE assignment_id = %s", [assignment_id])
+
+
+def _placeholders(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+@functools.cache
+def _letters(count: int) -> str:
+    return (f"SELECT id, letter FROM {connection.ops.quote_name(BlindingEntry._meta.db_table)} "
+            f"WHERE id IN ({_placeholders(count)})")
+
+
+def letters(entry_ids: list[int]) -> dict[int, str]:
+    """The letter of each blinding entry in ENTRY_IDS."""
+    if not entry_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_letters(len(entry_ids)), entry_ids)
+        return dict(cursor.fetchall())
+
+
+@functools.cache
+def _cited(count: int) -> tuple[str, rows.Columns, rows.Columns]:
+    quote = connection.ops.quote_name
+    review, item = rows.Columns(Review, "r"), rows.Columns(Item, "i")
+    return (f"SELECT {review.sql}, {item.sql} FROM {quote(Review._meta.db_table)} r "
+            f"JOIN {quote(Item._meta.db_table)} i ON i.id = r.item_id "
+            f"WHERE r.benchmark_id = %s AND r.external_id IN ({_placeholders(count)})"), \
+        review, item
+
+
+def reviews(benchmark_id: int, external_ids: list[str]) -> dict[str, Review]:
+    """The benchmark's reviews with these external ids, by id, each with its item attached."""
+    if not external_ids:
+        return {}
+    sql, review_columns, item_columns = _cited(len(external_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [benchmark_id, *external_ids])
+        found = cursor.fetchall()
+    by_id = {}
+    for row in found:
+        review = review_columns.build(row)
+        review.item = item_columns.build(row, review_columns.width)
+        by_id[review.external_id] = review
+    return by_id

@@ -19,9 +19,9 @@ from evaluation.highlight import span_segments
 from evaluation.metrics.quotes import extract_quotes
 from evaluation.models import DialogueItem, Review
 
-from . import taskforms
+from . import rows, taskforms
 from .memo import Memo
-from .models import Annotation, Assignment, BlindingEntry, Study, StudyItem, StudyMember
+from .models import Annotation, Assignment, Study, StudyItem, StudyMember
 
 # --- the item page -------------------------------------------------------------------------
 
@@ -83,9 +83,9 @@ def recommend_quote_checker(item: StudyItem):
 
     def check(review_id, start, end, text, item_id) -> bool:
         if not texts:
-            rows = Review.objects.filter(item__in=_candidate_links(item).values("item")
-                                         ).values_list("external_id", "text", "item__external_id")
-            texts.update({rid: (body, owner) for rid, body, owner in rows})
+            found = Review.objects.filter(item__in=_candidate_links(item).values("item")
+                                          ).values_list("external_id", "text", "item__external_id")
+            texts.update({rid: (body, owner) for rid, body, owner in found})
         body, owner = texts.get(review_id, ("", None))
         return owner == item_id and body[start:end] == text
 
@@ -105,12 +105,6 @@ def _current_values(assignment: Assignment) -> tuple[dict, str]:
     return {}, "new"
 
 
-def _letters(item: StudyItem) -> dict[int, str]:
-    ids = [pk for pk in (item.blind_id, item.blind_b_id) if pk]
-    return dict(BlindingEntry.objects.filter(pk__in=ids).values_list("pk", "letter")) if ids \
-        else {}
-
-
 # Items are snapshots, the blinding map is drawn once, and a benchmark cannot be replaced while
 # a study uses it: each web process keeps what an item page derives from them (docs/performance.md).
 ITEM_MEMO = Memo(size=2048, seconds=600)
@@ -124,9 +118,10 @@ def _item_key(item: StudyItem, study: Study, *parts) -> tuple:
 def item_static(item: StudyItem, study: Study) -> dict:
     """What an item page shows that never changes: its letters, cited reviews, candidates."""
     def build() -> dict:
-        found = {"letters": _letters(item)}
+        found = {"letters": rows.letters([pk for pk in (item.blind_id, item.blind_b_id) if pk])}
         if item.mode in (StudyItem.Mode.RESPONSE, StudyItem.Mode.PAIRWISE):
-            found["reviews"] = _reviews_for(study, item.citations, item.citations_b)
+            cited = {c["review_id"] for c in (*item.citations, *item.citations_b)}
+            found["reviews"] = rows.reviews(study.benchmark_id, sorted(cited))
         elif item.mode == StudyItem.Mode.RECOMMEND:
             links = _candidate_links(item).select_related("item").order_by("position")
             candidates = [link.item for link in links]
@@ -153,7 +148,7 @@ class ResponseView:
 
 
 def _response_view(text: str, citations: list[dict], letter: str, reviews: dict,
-                   values: dict | None, *, rows: bool) -> ResponseView:
+                   values: dict | None, *, with_rows: bool) -> ResponseView:
     quotes = extract_quotes(text)
     label_to_review = {c["label"]: c["review_id"] for c in citations}
     verdicts = (values or {}).get("citations", {})
@@ -161,7 +156,7 @@ def _response_view(text: str, citations: list[dict], letter: str, reviews: dict,
     spans_by_review: dict[str, list] = defaultdict(list)
     for n, quote in enumerate(quotes):
         row = None
-        if rows:
+        if with_rows:
             current = verdicts.get(str(n), taskforms.CITATION_DEFAULT)
             row = ScaleRow(f"citation-{n}", f"Quote {n + 1}", [
                 Point(c.value, c.label, c.key, c.help, c.value == current)
@@ -225,19 +220,11 @@ def item_page(*, assignment: Assignment, render_body) -> dict:
     return context
 
 
-def _reviews_for(study: Study, *citation_lists) -> dict:
-    ids = {c["review_id"] for citations in citation_lists for c in citations}
-    if not ids:
-        return {}
-    rows = Review.objects.filter(benchmark_id=study.benchmark_id, external_id__in=ids)
-    return {r.external_id: r for r in rows.select_related("item")}
-
-
 def _response_page(assignment, item, study, values, static) -> dict:
     layout = item_layout(item, study)
     response = _response_view(item.response_text, item.citations,
                               static["letters"][item.blind_id], static["reviews"],
-                              values, rows=taskforms.CITATION in layout.forms)
+                              values, with_rows=taskforms.CITATION in layout.forms)
     chosen = set(values.get("errors", []))
     likert = values.get("likert", {})
     scales = [_scale(f"likert-{s['key']}", s.get("label", s["key"]), s["min"], s["max"],
@@ -254,13 +241,13 @@ def _conversation_page(assignment, item, study, values, static) -> dict:
     core = values.get("core", {})
     turns = []
     for turn in item.context:
-        rows = []
+        scales = []
         if turn.get("rated") and taskforms.FACE in layout.forms:
             current = face.get("turns", {}).get(str(turn["index"]), {})
-            rows = [_scale(f"face-turn-{turn['index']}-{a.key}", a.label, a.low, a.high,
-                           current.get(a.key), question=a.question)
-                    for a in taskforms.FACE_TURN_ASPECTS]
-        turns.append({**turn, "rows": rows})
+            scales = [_scale(f"face-turn-{turn['index']}-{a.key}", a.label, a.low, a.high,
+                             current.get(a.key), question=a.question)
+                      for a in taskforms.FACE_TURN_ASPECTS]
+        turns.append({**turn, "rows": scales})
     return {
         "layout": layout, "turns": turns, "letter": static["letters"][item.blind_id],
         "face_rows": [_scale(f"face-{a.key}", a.label, a.low, a.high, face.get(a.key),
@@ -298,9 +285,9 @@ def _pairwise_page(assignment, item, study, values, static) -> dict:
     layout = item_layout(item, study, swapped=assignment.swapped)
     letters, reviews = static["letters"], static["reviews"]
     a = _response_view(item.response_text, item.citations, letters[item.blind_id], reviews,
-                       None, rows=False)
+                       None, with_rows=False)
     b = _response_view(item.response_b_text, item.citations_b, letters[item.blind_b_id],
-                       reviews, None, rows=False)
+                       reviews, None, with_rows=False)
     left, right = (b, a) if assignment.swapped else (a, b)
     pair = values.get("pairwise", {})
     shown = taskforms.pairwise_to_display(pair.get("choice"), assignment.swapped)

@@ -5,11 +5,13 @@ Through the ORM, compiling a query costs more Python than the database spends an
 an annotator's assignment) and the rows a submission inserts, the statement is instead built
 once from the models' own field lists, so it follows every migration; rows read become ordinary
 model instances through the same converters the ORM applies, and values written go through
-each field's own `pre_save` and `get_db_prep_save`.
+each field's own `pre_save` and `get_db_prep_save`. And where a request writes several rows,
+`batched` sends the statements to PostgreSQL without waiting for each one's reply.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from django.db import connection, models
@@ -70,22 +72,39 @@ def prep(model: type[models.Model], name: str, value):
 
 
 @functools.cache
-def _insert(model: type[models.Model]) -> tuple[str, list]:
+def _insert(model: type[models.Model], returning: bool) -> tuple[str, list]:
     quote = connection.ops.quote_name
     fields = [field for field in model._meta.concrete_fields if not field.db_returning]
     return (f"INSERT INTO {quote(model._meta.db_table)} "
             f"({', '.join(quote(field.column) for field in fields)}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))}) "
-            f"RETURNING {quote(model._meta.pk.column)}"), fields
+            f"VALUES ({', '.join(['%s'] * len(fields))})"
+            + (f" RETURNING {quote(model._meta.pk.column)}" if returning else "")), fields
 
 
-def insert(instance: models.Model) -> models.Model:
-    """Save the new INSTANCE with one statement; an automatic primary key is set from it."""
-    sql, fields = _insert(type(instance))
+def insert(instance: models.Model, *, returning: bool = True) -> models.Model:
+    """Save the new INSTANCE with one statement; an automatic primary key is set from it
+    (RETURNING=False: not read, so in a `batched` block nothing waits for the insert)."""
+    sql, fields = _insert(type(instance), returning)
     params = [field.get_db_prep_save(field.pre_save(instance, True), connection)
               for field in fields]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        instance.pk = cursor.fetchone()[0]
+        if returning:
+            instance.pk = cursor.fetchone()[0]
     instance._state.adding, instance._state.db = False, connection.alias
     return instance
+
+
+@contextlib.contextmanager
+def batched():
+    """Inside a transaction: send the block's statements to PostgreSQL without waiting for each
+    reply (psycopg's pipeline mode). A reply is awaited only where a result is read and once at
+    the end of the block: the `BEGIN`, an `UPDATE` and the `SELECT` after it cost one round
+    trip, not three. Errors are raised as Django's, at the latest when the block ends. On other
+    databases (SQLite, in-process) the statements simply run one by one."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors, connection.connection.pipeline():
+        yield

@@ -1,5 +1,6 @@
 """The hand-written statements of config.rows and config.auth must do what the ORM and Django's
-own session store and backend do (docs/performance.md, "Annotation")."""
+own session store and backend do, and `rows.batched` must change nothing but the waiting
+(docs/performance.md, "Annotation")."""
 
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
 from django.test.utils import override_script_prefix
 from django.utils import timezone
@@ -44,6 +46,52 @@ def test_insert_stores_what_the_orm_would_store(annotator):
     stored = Job.objects.get(pk=job.pk)
     assert stored.params == {"study": 3, "x": [1, "é"]} and stored.created_by_id == annotator.pk
     assert _fields(stored) == _fields(job)
+
+
+def test_insert_without_returning_stores_the_row_and_reads_nothing(annotator):
+    from evaluation.models import Job
+
+    job = rows.insert(Job(kind=Job.Kind.STUDY_EXPORT, params={"n": 1}, created_by=annotator),
+                      returning=False)
+    assert job.pk is None and job._state.adding is False
+    assert Job.objects.get(params__n=1).created_by_id == annotator.pk
+
+
+def _in_flight() -> bool:
+    """Statements were sent to PostgreSQL and their replies not read yet."""
+    if connection.vendor != "postgresql":
+        return False
+    from psycopg import pq
+
+    pgconn = connection.connection.pgconn
+    return (pgconn.pipeline_status == pq.PipelineStatus.ON
+            and pgconn.transaction_status == pq.TransactionStatus.ACTIVE)
+
+
+def test_batched_statements_are_sent_without_waiting_and_all_land(annotator):
+    from evaluation.models import Job
+
+    with transaction.atomic(), rows.batched():
+        for n in range(3):
+            rows.insert(Job(kind=Job.Kind.STUDY_EXPORT, params={"n": n}, created_by=annotator),
+                        returning=False)
+        # on PostgreSQL the inserts are in flight: nothing has waited for a reply yet
+        assert _in_flight() == (connection.vendor == "postgresql")
+        assert Job.objects.filter(params__has_key="n").count() == 3  # a read waits for them
+    assert not _in_flight()
+    assert sorted(Job.objects.values_list("params__n", flat=True)) == [0, 1, 2]
+
+
+def test_a_failing_batched_statement_raises_djangos_error_and_stores_nothing(annotator):
+    now = timezone.now()
+    rows.insert(Session(session_key="d" * 32, session_data="x", expire_date=now))
+    with pytest.raises(IntegrityError), transaction.atomic(), rows.batched():
+        rows.insert(Session(session_key="e" * 32, session_data="x", expire_date=now),
+                    returning=False)
+        rows.insert(Session(session_key="d" * 32, session_data="x", expire_date=now),
+                    returning=False)  # a duplicate key, noticed at the latest when the block ends
+    assert not Session.objects.filter(pk="e" * 32).exists()
+    assert Session.objects.filter(pk="d" * 32).count() == 1  # and the connection still works
 
 
 def test_sessions_load_like_djangos_and_expire(annotator):
@@ -82,10 +130,15 @@ def test_navigation_links_follow_the_url_prefix(client, rf):
     assert 'href="/studies/"' in plain and "/concord/" not in plain
 
 
-def test_the_wsgi_module_imports_every_view_and_leaves_no_connection_open():
-    code = ("import sys, config.wsgi; from django.db import connection; "
+def test_the_wsgi_module_warms_up_and_leaves_no_connection_open():
+    templates = len(list((settings.BASE_DIR / "templates").rglob("*.html")))
+    code = ("import gc, sys, config.wsgi; from django.db import connection; "
+            "from django.template import engines; "
             "assert 'annotation.views' in sys.modules and 'leaderboard.views' in sys.modules; "
-            "assert connection.connection is None; print('ok')")
+            "assert connection.connection is None and gc.get_freeze_count() > 100000; "
+            "cache = engines['django'].engine.template_loaders[0].get_template_cache; "
+            f"assert len(cache) >= {templates}, len(cache); "
+            "print(config.wsgi.warm_up())")
     done = subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert done.returncode == 0 and done.stdout.strip() == str(templates), done.stderr

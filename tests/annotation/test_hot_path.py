@@ -9,8 +9,17 @@ from django.urls import reverse
 
 from annotation import rows, services
 from annotation.memo import Memo
-from annotation.models import Annotation, Assignment, Draft, Study, StudyItem, StudyMember
+from annotation.models import (
+    Annotation,
+    Assignment,
+    BlindingEntry,
+    Draft,
+    Study,
+    StudyItem,
+    StudyMember,
+)
 from annotation.selectors import ITEM_MEMO
+from evaluation.models import Review
 
 from .conftest import full_answers
 
@@ -141,3 +150,17 @@ def test_item_labels_and_draft_delete_match_the_orm(study, member, annotator, ot
     assert sorted(rows.item_labels(first.item_id)) == expected and len(expected) == 2
     assert isinstance(expected[0][2], dict)
     assert rows.item_labels(first.item_id + 1000) == []
+
+
+def test_letters_and_cited_reviews_match_the_orm(study):
+    entries = list(BlindingEntry.objects.filter(study=study)[:3])
+    assert rows.letters([e.pk for e in entries]) == {e.pk: e.letter for e in entries}
+    assert rows.letters([]) == {} and rows.letters([entries[0].pk + 10000]) == {}
+    chosen = list(Review.objects.filter(benchmark=study.benchmark).select_related("item")[:3])
+    found = rows.reviews(study.benchmark_id, [r.external_id for r in chosen] + ["no-such-id"])
+    assert sorted(found) == sorted(r.external_id for r in chosen) and len(chosen) == 3
+    for review in chosen:
+        assert _fields(found[review.external_id]) == _fields(review)
+        assert _fields(found[review.external_id].item) == _fields(review.item)
+    assert rows.reviews(study.benchmark_id + 1000, [chosen[0].external_id]) == {}
+    assert rows.reviews(study.benchmark_id, []) == {}
