@@ -43,6 +43,13 @@ def page(browser, live_server):
     context.close()
 
 
+def htmx_settled(page) -> None:
+    """Wait until htmx has swapped and settled its last response: only then do the new
+    elements answer events (the URL is pushed before that)."""
+    page.wait_for_function("() => !document.querySelector("
+                           "'.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')")
+
+
 def screenshot(page, name: str) -> None:
     """Keep a picture of what the test saw, for people to look at (screenshots/ is ignored)."""
     folder = os.environ.get("CONCORD_SCREENSHOTS")

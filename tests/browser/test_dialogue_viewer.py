@@ -1,6 +1,6 @@
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import htmx_settled, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,6 +30,7 @@ def test_benchmark_page_filters_dialogues_without_reload(page, tiny_benchmark):
     assert page.locator("figure.bars").count() == 4
     page.select_option("select[name=split]", "test")
     page.wait_for_url("**split=test**")
+    htmx_settled(page)
     rows = page.locator("#dialogue-table tbody tr")
     assert rows.count() == 1 and "d2" in rows.first.inner_text()
     screenshot(page, "benchmark-page")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import htmx_settled, screenshot
 from tests.conftest import PASSWORD
 from tests.support.leaderboard import evaluated, mixed_lines, worse_lines
 from tests.support.submissions import tiny_lines, write_lines
@@ -127,16 +127,19 @@ def test_sorting_swaps_the_table_without_a_reload(page, board):
     header = page.locator("th[data-key='trace:recall@1'] a")
     header.click()  # best first is the default, so this flips to worst first
     page.wait_for_url("**order=asc**")
+    htmx_settled(page)
     assert recall_column() == [0.25, 0.25, 0.25, 0.75]
     assert rows.last.get_attribute("data-system") == "echo"
     assert page.evaluate("window.__kept") == "yes"  # swapped by htmx, not reloaded
     page.locator("th[data-key='trace:recall@1'] a").click()
     page.wait_for_url("**order=desc**")
+    htmx_settled(page)
     assert rows.first.get_attribute("data-system") == "echo"
     assert rows.first.locator("td.rank").inner_text() == "1"
 
     page.select_option("select[name=baselines]", "0")
     page.wait_for_url("**baselines=0**")
+    htmx_settled(page)
     assert rows.count() == 2 and page.locator("svg.scatter circle.point").count() == 2
     assert page.evaluate("window.__kept") == "yes"
 
