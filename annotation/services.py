@@ -613,9 +613,9 @@ def annotation_submit(*, assignment: Assignment, data: Mapping, focused_ms: int 
     spent = max(assignment.focused_ms, int(focused_ms))
     with transaction.atomic(), batched():  # 4 round trips to PostgreSQL instead of 7
         rows.touch(assignment.pk, focused_ms=spent, now=timezone.now(), submitted=True)
-        now = timezone.now()  # after the lock: later than any submission that got it first
         # The item's labels: the idempotency check, and the tie check at the k-th label.
-        labels = rows.item_labels(item.pk)
+        labels = rows.item_labels(item.pk)  # its reply comes once the UPDATE has the lock
+        now = timezone.now()  # after the lock: later than any submission that got it first
         mine = next((row for row in labels if row[1] == annotator_id), None)
         if mine is not None and mine[2] == parsed.values:
             return SubmitResult(Annotation(pk=mine[0], item=item, annotator_id=annotator_id,

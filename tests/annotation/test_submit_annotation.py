@@ -158,3 +158,51 @@ def test_two_tabs_submitting_at_once_give_one_annotation(annotator, tiny_benchma
     assert Annotation.objects.filter(item=assignment.item).count() == 1
     annotation = Annotation.objects.get(item=assignment.item)
     assert annotation.revisions.count() == annotation.revision_count <= len(data)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_submission_that_waits_for_the_lock_is_stamped_after_it(annotator, tiny_benchmark,
+                                                                   author):
+    """The submission's statements are pipelined: its time must be read once the assignment's
+    lock is held, not when the request started waiting for it (docs/performance.md)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and pipelining are PostgreSQL's")
+    import psycopg
+
+    from .conftest import make_study
+
+    study = make_study(tiny_benchmark, author)
+    assignment = services.assignment_next(member=services.study_member_add(study=study,
+                                                                           user=annotator))
+    assert not services.annotation_submit(assignment=assignment,
+                                          data=answers(assignment)).errors
+    done = {}
+
+    def edit():  # another tab changes one answer; it has to wait for the lock held below
+        close_old_connections()
+        try:
+            done["result"] = services.annotation_submit(
+                assignment=assignment, data=answers(assignment, **{"likert-naturalness": "1"}))
+        except Exception as error:  # noqa: BLE001 (reported by the assertion below)
+            done["error"] = error
+        finally:
+            connection.close()
+
+    params = connection.get_connection_params()
+    with psycopg.connect(**{k: v for k, v in params.items() if k in
+                            ("host", "port", "user", "password", "dbname")}) as holder:
+        holder.execute("SELECT 1 FROM annotation_assignment WHERE id = %s FOR UPDATE",
+                       [assignment.pk])
+        waiting = threading.Thread(target=edit)
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()  # blocked on the lock
+        # meanwhile a first submission, holding the lock, is stamped now and commits
+        holder.execute("UPDATE annotation_annotation SET submitted_at = clock_timestamp(), "
+                       "updated_at = clock_timestamp() WHERE assignment_id = %s", [assignment.pk])
+        holder.commit()
+    waiting.join(10)
+    assert "error" not in done, done.get("error")
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert done["result"].changed and annotation.values["likert"]["naturalness"] == 1
+    assert annotation.updated_at > annotation.submitted_at
