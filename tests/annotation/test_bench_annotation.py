@@ -1,11 +1,14 @@
 """`manage.py bench_annotation` end to end, small: its own PostgreSQL database, gunicorn,
-simulated annotators over loopback, figures printed (docs/performance.md)."""
+simulated annotators over loopback, figures printed (docs/performance.md); and the same loop
+against another tool's URL."""
 
 import json
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 
 def _postgres() -> bool:
@@ -32,3 +35,40 @@ def test_the_benchmark_runs_and_reports_every_request(capsys):
     assert floor["requests"] == 24 and floor["errors"] == 0
     assert 0 < floor["p50_ms"] <= floor["p95_ms"]
     assert set(floor["cpu_ms_per_request"]) == {"web", "load generator"}
+
+
+def test_another_tool_is_measured_with_the_same_loop(capsys):
+    seen = []
+
+    class Tool(BaseHTTPRequestHandler):  # answers every task but the third
+        protocol_version = "HTTP/1.1"  # keeps the connection, as the load generator expects
+
+        def do_GET(self):  # noqa: N802 (the handler's API)
+            seen.append((self.path, self.headers.get("Cookie")))
+            self.send_response(404 if self.path == "/tasks/3/" else 200)
+            self.send_header("Content-Length", "4")
+            self.end_headers()
+            self.wfile.write(b"task")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Tool)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/tasks/{{n}}/"
+    try:
+        call_command("bench_annotation", "--against", url, "--session", "abc", "--tasks", "4",
+                     "--annotators", "2", "--items", "3", "--json")
+    finally:
+        server.shutdown()
+        server.server_close()
+    out = capsys.readouterr().out
+    report = json.loads(out[out.index("{"):])
+    assert report["requests"] == len(seen) == 2 * 3 * 2  # as many as the annotators' run makes
+    assert {path for path, _ in seen} == {f"/tasks/{n}/" for n in range(1, 5)}
+    assert {cookie for _, cookie in seen} == {"sessionid=abc"}
+    assert report["errors"] == sum(path == "/tasks/3/" for path, _ in seen) == 3
+    assert 0 < report["p50_ms"] <= report["p95_ms"] <= report["p99_ms"]
+    assert set(report["cpu_ms_per_request"]) == {"database", "load generator"}
+    with pytest.raises(CommandError, match="127.0.0.1 or localhost"):
+        call_command("bench_annotation", "--against", "http://example.org/tasks/{n}/")

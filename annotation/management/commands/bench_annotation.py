@@ -11,6 +11,10 @@ What it does, bounded and on loopback only:
    number of times;
 4. prints requests/s, p50/p95/p99 latency per request kind and SQL queries per request, stops
    gunicorn, and drops the database unless --keep.
+
+`--against URL` measures another tool the same way instead (docs/performance.md says how to
+set up Label Studio for it): N clients GET the URL in a closed loop, `{n}` in it counting
+1..--tasks, with --session as their session cookie.
 """
 
 from __future__ import annotations
@@ -170,16 +174,20 @@ async def _all_annotators(port: int, plan: dict, think: float) -> list:
     return [sample for samples in await asyncio.gather(*loops) for sample in samples]
 
 
-async def _floor_clients(port: int, clients: int, requests: int) -> list:
-    async def one(count: int) -> list:
-        client, samples = _Client(port, "-"), []
-        for _ in range(count):
+async def _get_clients(port: int, session: str, paths: list[str], clients: int,
+                       requests: int, kind: str) -> list:
+    """CLIENTS simulated clients GET PATHS in turn, REQUESTS in all: the same closed loop as the
+    annotators', for the floor and for other tools (`--against`)."""
+    async def one(first: int, count: int) -> list:
+        client, samples = _Client(port, session), []
+        for n in range(count):
             began = time.perf_counter()
-            status, _ = await client.request("GET", "/")
-            samples.append(("empty app (GET)", time.perf_counter() - began, status))
+            status, _ = await client.request("GET", paths[(first + n) % len(paths)])
+            samples.append((kind, time.perf_counter() - began, status))
         client.close()
         return samples
-    loops = [one(requests // clients) for _ in range(clients)]
+    count = requests // clients
+    loops = [one(k * count, count) for k in range(clients)]
     return [sample for samples in await asyncio.gather(*loops) for sample in samples]
 
 
@@ -203,15 +211,23 @@ class Command(BaseCommand):
                             help="pause of each annotator after every response (0: closed loop)")
         parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
+        parser.add_argument("--against", metavar="URL",
+                            help="measure another tool instead: GET this loopback URL ({n} "
+                                 "counts 1..--tasks) in the same closed loop")
+        parser.add_argument("--session", default="", help="with --against: its session cookie")
+        parser.add_argument("--tasks", type=int, default=60,
+                            help="with --against: how many values {n} takes")
         parser.add_argument("--seed-only", metavar="FILE", help=argparse_suppress())
 
     def handle(self, *args, **options):
         if options["seed_only"]:
             return self._seed(Path(options["seed_only"]), options)
-        url = options["database_url"]
-        name = _bench_database(url)
         if not 1 <= options["annotators"] <= 64 or not 1 <= options["items"] <= 500:
             raise CommandError("use 1-64 annotators and 1-500 items each")
+        if options["against"]:
+            return self._against(options)
+        url = options["database_url"]
+        name = _bench_database(url)
         _admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         _admin(url, f'CREATE DATABASE "{name}"')
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_ENV": "development", "DEBUG": "false",
@@ -256,10 +272,11 @@ class Command(BaseCommand):
         _wait_for_port(port, 60)
         return server, port
 
-    def _measure(self, server: subprocess.Popen, loop) -> dict:
-        """Run the coroutine LOOP; its samples, wall time and the CPU it cost."""
+    def _measure(self, server: subprocess.Popen | None, loop) -> dict:
+        """Run the coroutine LOOP; its samples, wall time and the CPU it cost (the web
+        processes' only when SERVER, their parent, is ours)."""
         def web(pid, ppid, name):
-            return ppid == server.pid
+            return server is not None and ppid == server.pid
 
         def database(pid, ppid, name):
             return name.startswith("postgres")
@@ -276,7 +293,8 @@ class Command(BaseCommand):
         clients = (clients_after.ru_utime + clients_after.ru_stime
                    - clients_before.ru_utime - clients_before.ru_stime)
         return {"samples": samples, "wall": wall,
-                "cpu": {"web": cpu[0], "database": cpu[1], "load generator": clients}}
+                "cpu": {**({"web": cpu[0]} if server is not None else {}), "database": cpu[1],
+                        "load generator": clients}}
 
     def _load(self, plan: dict, env: dict, options) -> dict:
         server, port = self._gunicorn("config.wsgi", env, options)
@@ -289,8 +307,9 @@ class Command(BaseCommand):
         # The floor: the same server, clients and loop around a WSGI app that does nothing.
         server, port = self._gunicorn(f"{__name__}:empty_app", env, options)
         try:
-            floor = self._measure(server, _floor_clients(port, len(plan["annotators"]),
-                                                         len(result["samples"])))
+            floor = self._measure(server, _get_clients(
+                port, "-", ["/"], len(plan["annotators"]), len(result["samples"]),
+                "empty app (GET)"))
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -326,7 +345,7 @@ class Command(BaseCommand):
                              "p99_ms": round(percentile(ms, 99), 1),
                              "queries": result["queries"][kind]}
                       for kind, ms in by_kind.items()},
-            "floor": self._floor_summary(result["floor"]),
+            "floor": self._get_summary(result["floor"], database=False),
         }
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=1))
@@ -351,14 +370,46 @@ class Command(BaseCommand):
             f" ms, load generator {floor['cpu_ms_per_request']['load generator']} ms")
 
     @staticmethod
-    def _floor_summary(floor: dict) -> dict:
-        ms = [seconds * 1000 for _, seconds, status in floor["samples"] if status == 200]
-        total = len(floor["samples"])
+    def _get_summary(result: dict, *, database: bool) -> dict:
+        """Figures of a run of `_get_clients`; errors are answers other than 200."""
+        ms = [seconds * 1000 for _, seconds, status in result["samples"] if status == 200]
+        total = len(result["samples"])
+        if not ms:
+            raise CommandError(f"none of the {total} requests was answered with 200")
         return {"requests": total, "errors": total - len(ms),
-                "requests_per_second": round(total / floor["wall"], 1),
+                "requests_per_second": round(total / result["wall"], 1),
                 "p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1),
+                "p99_ms": round(percentile(ms, 99), 1),
                 "cpu_ms_per_request": {k: round(1000 * v / total, 2)
-                                       for k, v in floor["cpu"].items() if k != "database"}}
+                                       for k, v in result["cpu"].items()
+                                       if database or k != "database"}}
+
+    def _against(self, options) -> None:
+        """Another tool, the same load: as many requests as the annotators' run would make."""
+        parts = urlsplit(options["against"])
+        if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost"):
+            raise CommandError("--against takes an http:// URL on 127.0.0.1 or localhost")
+        if not 1 <= options["tasks"] <= 100_000:
+            raise CommandError("--tasks must be between 1 and 100000")
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        paths = [target.replace("{n}", str(n)) for n in range(1, options["tasks"] + 1)]
+        clients = options["annotators"]
+        result = self._measure(None, _get_clients(
+            parts.port or 80, options["session"], paths, clients,
+            clients * options["items"] * 2, "GET"))
+        summary = {"url": options["against"], "clients": clients,
+                   **self._get_summary(result, database=True)}
+        if options["json"]:
+            self.stdout.write(json.dumps(summary, indent=1))
+            return
+        cpu = ", ".join(f"{k} {v} ms" for k, v in summary["cpu_ms_per_request"].items())
+        self.stdout.write(
+            f"\n{clients} concurrent clients, closed loop, GET {options['against']}\n"
+            f"{summary['requests']} requests in {round(result['wall'], 2)} s = "
+            f"{summary['requests_per_second']} requests/s, {summary['errors']} errors "
+            f"(answers other than 200)\n"
+            f"p50 {summary['p50_ms']} ms, p95 {summary['p95_ms']} ms, p99 {summary['p99_ms']} ms; "
+            f"CPU per request: {cpu}")
 
 
 def argparse_suppress():
