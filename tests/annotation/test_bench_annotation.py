@@ -72,3 +72,5 @@ def test_another_tool_is_measured_with_the_same_loop(capsys):
     assert set(report["cpu_ms_per_request"]) == {"database", "load generator"}
     with pytest.raises(CommandError, match="127.0.0.1 or localhost"):
         call_command("bench_annotation", "--against", "http://example.org/tasks/{n}/")
+    with pytest.raises(CommandError, match="session cookie's value alone"):
+        call_command("bench_annotation", "--against", url, "--session", "abc\r\nX-Evil: 1")

@@ -391,6 +391,9 @@ class Command(BaseCommand):
             raise CommandError("--against takes an http:// URL on 127.0.0.1 or localhost")
         if not 1 <= options["tasks"] <= 100_000:
             raise CommandError("--tasks must be between 1 and 100000")
+        if re.search(r"[\s;,]", options["session"]):
+            raise CommandError("--session takes the session cookie's value alone (no spaces, "
+                               "';' or ',')")
         target = parts.path + (f"?{parts.query}" if parts.query else "")
         paths = [target.replace("{n}", str(n)) for n in range(1, options["tasks"] + 1)]
         clients = options["annotators"]
