@@ -109,14 +109,10 @@ def draft_delete(assignment_id: int) -> None:
                        "WHERE assignment_id = %s", [assignment_id])
 
 
-def _placeholders(count: int) -> str:
-    return ", ".join(["%s"] * count)
-
-
 @functools.cache
 def _letters(count: int) -> str:
     return (f"SELECT id, letter FROM {connection.ops.quote_name(BlindingEntry._meta.db_table)} "
-            f"WHERE id IN ({_placeholders(count)})")
+            f"WHERE id IN ({rows.placeholders(count)})")
 
 
 def letters(entry_ids: list[int]) -> dict[int, str]:
@@ -134,7 +130,7 @@ def _cited(count: int) -> tuple[str, rows.Columns, rows.Columns]:
     review, item = rows.Columns(Review, "r"), rows.Columns(Item, "i")
     return (f"SELECT {review.sql}, {item.sql} FROM {quote(Review._meta.db_table)} r "
             f"JOIN {quote(Item._meta.db_table)} i ON i.id = r.item_id "
-            f"WHERE r.benchmark_id = %s AND r.external_id IN ({_placeholders(count)})"), \
+            f"WHERE r.benchmark_id = %s AND r.external_id IN ({rows.placeholders(count)})"), \
         review, item
 
 

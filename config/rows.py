@@ -71,13 +71,18 @@ def prep(model: type[models.Model], name: str, value):
     return model._meta.get_field(name).get_db_prep_save(value, connection)
 
 
+def placeholders(count: int) -> str:
+    """COUNT statement parameters, comma-separated: `%s, %s, …`."""
+    return ", ".join(["%s"] * count)
+
+
 @functools.cache
 def _insert(model: type[models.Model], returning: bool) -> tuple[str, list]:
     quote = connection.ops.quote_name
     fields = [field for field in model._meta.concrete_fields if not field.db_returning]
     return (f"INSERT INTO {quote(model._meta.db_table)} "
             f"({', '.join(quote(field.column) for field in fields)}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))})"
+            f"VALUES ({placeholders(len(fields))})"
             + (f" RETURNING {quote(model._meta.pk.column)}" if returning else "")), fields
 
 
