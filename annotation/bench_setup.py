@@ -19,9 +19,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from annotation import queue, services
+from annotation.lib import taskforms
 from config.roles import ANNOTATOR, STUDY_AUTHOR
 
-from . import queue, services, taskforms
 from .models import Assignment
 
 FORMS = (taskforms.CITATION, taskforms.CHECKLIST, taskforms.LIKERT)

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from evaluation.stats.methods import METHOD_DESCRIPTIONS
+from evaluation.lib.stats.methods import METHOD_DESCRIPTIONS
 
 FORMATS = ("json", "csv", "latex")
 DASH = "—"

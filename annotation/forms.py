@@ -6,11 +6,10 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
+from annotation.lib import sampling, taskforms
 from evaluation.access import benchmarks_for_user
-from evaluation.models import Benchmark, Split
-from leaderboard.models import Submission
+from evaluation.models import Benchmark, Split, Submission
 
-from . import sampling, taskforms
 from .models import Study
 
 

@@ -28,20 +28,28 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation.formats.errors import FormatError, FormatIssue
-from evaluation.formats.judgments import read_judgments, read_scores
-from evaluation.formats.public import import_public
-from evaluation.formats.submission import LOG, iter_log_records
-from evaluation.models import Benchmark, Job, MetricSummary, Run, Split, UnitScore
-from evaluation.services import benchmark_create_from_bundle
-from evaluation.stats.bootstrap import (
+from evaluation.lib.formats.errors import FormatError, FormatIssue
+from evaluation.lib.formats.judgments import read_judgments, read_scores
+from evaluation.lib.formats.public import import_public
+from evaluation.lib.formats.submission import LOG, iter_log_records
+from evaluation.lib.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     cluster_bootstrap_mean,
 )
-from leaderboard.models import Submission, System
-from leaderboard.services import submission_create, system_create
+from evaluation.models import (
+    Benchmark,
+    Job,
+    MetricSummary,
+    Run,
+    Split,
+    Submission,
+    System,
+    UnitScore,
+)
+from evaluation.services.benchmarks import benchmark_create_from_bundle
+from evaluation.services.submissions import submission_create, system_create
 
 from .models import FIELD_LEVELS, ImportedField, ImportedLabel, Study
 from .report_selectors import reference_system_name

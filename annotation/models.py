@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from . import taskforms
+from annotation.lib import taskforms
 
 
 class Study(models.Model):
@@ -111,7 +111,7 @@ class BlindingEntry(models.Model):
     dialogue = models.ForeignKey("evaluation.Dialogue", on_delete=models.CASCADE,
                                  related_name="+")
     source_key = models.CharField(max_length=60, help_text="'reference' or 'submission:<id>'")
-    system = models.ForeignKey("leaderboard.System", null=True, blank=True,
+    system = models.ForeignKey("evaluation.System", null=True, blank=True,
                                on_delete=models.CASCADE, related_name="+",
                                help_text="empty: the benchmark's reference response")
     letter = models.CharField(max_length=2)
@@ -162,19 +162,19 @@ class StudyItem(models.Model):
     response_text = models.TextField(blank=True)
     citations = models.JSONField(default=list, blank=True,
                                  help_text="[{label, review_id, quote}] of the response")
-    system = models.ForeignKey("leaderboard.System", null=True, blank=True,
+    system = models.ForeignKey("evaluation.System", null=True, blank=True,
                                on_delete=models.PROTECT, related_name="+",
                                help_text="empty: the benchmark's reference response")
-    submission = models.ForeignKey("leaderboard.Submission", null=True, blank=True,
+    submission = models.ForeignKey("evaluation.Submission", null=True, blank=True,
                                    on_delete=models.PROTECT, related_name="+")
     blind = models.ForeignKey(BlindingEntry, null=True, blank=True, on_delete=models.CASCADE,
                               related_name="+")
     # Pairwise items compare a second response to the same turn.
     response_b_text = models.TextField(blank=True)
     citations_b = models.JSONField(default=list, blank=True)
-    system_b = models.ForeignKey("leaderboard.System", null=True, blank=True,
+    system_b = models.ForeignKey("evaluation.System", null=True, blank=True,
                                  on_delete=models.PROTECT, related_name="+")
-    submission_b = models.ForeignKey("leaderboard.Submission", null=True, blank=True,
+    submission_b = models.ForeignKey("evaluation.Submission", null=True, blank=True,
                                      on_delete=models.PROTECT, related_name="+")
     blind_b = models.ForeignKey(BlindingEntry, null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="+")

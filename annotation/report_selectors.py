@@ -21,11 +21,8 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from evaluation.models import Dialogue, Job, Run, UnitScore
-
-from . import reports
-from .access import can_manage_study
-from .labels import (
+from annotation.lib import reports
+from annotation.lib.labels import (
     REFERENCE,
     FieldSpec,
     LabelRow,
@@ -35,6 +32,9 @@ from .labels import (
     native_fields,
     native_rows,
 )
+from evaluation.models import Dialogue, Job, Run, UnitScore
+
+from .access import can_manage_study
 from .models import Annotation, ImportedField, ImportedLabel, Study, StudyItem, StudyMember
 from .selectors import gold_accuracy
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Max, Q, Sum
 
-from evaluation.highlight import span_segments
-from evaluation.metrics.quotes import extract_quotes
+from annotation import rows
+from annotation.lib import taskforms
+from evaluation.lib.highlight import span_segments
+from evaluation.lib.metrics.quotes import extract_quotes
 from evaluation.models import DialogueItem, Review
 
-from . import rows, taskforms
 from .memo import Memo
 from .models import Annotation, Assignment, Study, StudyItem, StudyMember
 

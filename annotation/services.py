@@ -30,24 +30,25 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.text import slugify
 
+from annotation import queue, rows
+from annotation.lib import blinding, sampling, taskforms
 from config.roles import ANNOTATOR
 from config.rows import batched, insert
 from evaluation.access import can_manage_benchmark
-from evaluation.formats.submission import iter_turn_records
-from evaluation.jobs import job_create
-from evaluation.metrics.quotes import extract_quotes
+from evaluation.lib.formats.submission import iter_turn_records
+from evaluation.lib.metrics.quotes import extract_quotes
 from evaluation.models import (
     EVALUATED_ACTIONS,
     Benchmark,
     Citation,
     Job,
     Split,
+    Submission,
     Turn,
     TurnItem,
 )
-from leaderboard.models import Submission
+from evaluation.services.jobs import job_create
 
-from . import blinding, queue, rows, sampling, taskforms
 from .models import (
     Annotation,
     AnnotationRevision,
@@ -661,11 +662,10 @@ BUNDLE = "bundle"
 
 def study_export_start(*, study: Study, user, bundle: bool = False) -> Job:
     """Queue the long-format annotations CSV, or (BUNDLE) the paper bundle zip."""
-    from .tasks import study_export_job
 
     params = {"study": study.pk, **({"format": BUNDLE} if bundle else {})}
     return job_create(kind=Job.Kind.STUDY_EXPORT, params=params, user=user,
-                      enqueue=lambda job_id: study_export_job.delay(job_id))
+                      task="annotation.tasks.study_export_job")
 
 
 def export_is_bundle(job: Job) -> bool:

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from evaluation.jobs import job_begin, job_finish, job_progress
+from evaluation.services.jobs import job_begin, job_finish, job_progress
 
 from .models import Study
 from .services import export_is_bundle, export_path, study_bundle_write, study_export_write

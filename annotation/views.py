@@ -14,10 +14,12 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.jobs import jobs_fail_stale
+from annotation import exports, report_selectors, selectors, services
+from annotation.lib import charts, reports
+from annotation.lib.rendering import render_markdown
 from evaluation.models import Job
+from evaluation.services.jobs import jobs_fail_stale
 
-from . import charts, exports, report_selectors, reports, selectors, services
 from .access import (
     can_create_studies,
     can_manage_study,
@@ -28,7 +30,6 @@ from .access import (
 )
 from .forms import ExclusionForm, MemberAddForm, StudyCreateForm
 from .models import Study
-from .rendering import render_markdown
 
 
 def _focused_ms(request) -> int:

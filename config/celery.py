@@ -15,6 +15,6 @@ app.autodiscover_tasks()
 @worker_ready.connect
 def _fail_jobs_of_dead_workers(**kwargs):
     """A starting worker fails the jobs whose worker died while nobody was watching."""
-    from evaluation.jobs import jobs_fail_stale
+    from evaluation.services.jobs import jobs_fail_stale
 
     jobs_fail_stale()

@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from .formats.errors import FormatError
+from evaluation.lib.formats.errors import FormatError
 
 
 class ProgressBars:
@@ -53,8 +53,8 @@ def add_llm_arguments(parser) -> None:
 def llm_model_options(opts: dict, model: str | None = None) -> dict:
     """A run-configuration model entry from the command's LLM options (MODEL overrides)."""
     # Imported here: the LLM layer loads litellm, which takes seconds to import.
-    from .llm.gateway import LLMConfigurationError
-    from .llm_runs import model_options
+    from evaluation.lib.llm.gateway import LLMConfigurationError
+    from evaluation.services.llm_runs import model_options
 
     try:
         return model_options(model=model or opts.get("model"), api_base=opts.get("api_base"),

@@ -1,4 +1,5 @@
-"""Benchmarks as in formats.md §1: items, reviews, reference dialogues, turns and citations.
+"""Benchmarks as in formats.md §1 (items, reviews, reference dialogues, turns and citations),
+the systems evaluated on them and their submissions (formats.md §2), jobs, runs and scores.
 
 External identifiers (`external_id`) are the strings of the bundle; they are unique per
 benchmark, and every cross-reference is a foreign key checked by the database.
@@ -262,6 +263,71 @@ class Citation(models.Model):
         return f"[{self.label}] {self.quote[:40]}"
 
 
+class System(models.Model):
+    """A conversational recommender a researcher (or Concord, for baselines) evaluates."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="systems")
+    description = models.TextField(blank=True)
+    paper_url = models.URLField(blank=True)
+    code_url = models.URLField(blank=True)
+    team = models.CharField(max_length=200, blank=True)
+    family = models.CharField(max_length=50, blank=True,
+                              help_text="e.g. retrieval, dense, LLM, planning, hybrid")
+    is_baseline = models.BooleanField(default=False,
+                                      help_text="a reference baseline shipped with Concord")
+    daily_quota = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="accepted uploads per UTC day; empty: the site default "
+                  "(CONCORD_DAILY_SUBMISSION_QUOTA)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def submission_upload_path(instance, filename: str) -> str:
+    # Never the user's file name: uploads are stored, not served, and names are ours.
+    return f"submissions/{instance.system_id}/{instance.benchmark_id}/{instance.uuid}.jsonl"
+
+
+class Submission(models.Model):
+    """One validated upload of a system's outputs for a benchmark (stored only when valid)."""
+
+    class Protocol(models.TextChoices):
+        TURN = "turn"
+        LOG = "log"
+
+    uuid = models.UUIDField(unique=True, editable=False)
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="submissions")
+    benchmark = models.ForeignKey("evaluation.Benchmark", on_delete=models.CASCADE,
+                                  related_name="submissions")
+    protocol = models.CharField(max_length=10, choices=Protocol.choices)
+    file = models.FileField(upload_to=submission_upload_path)
+    line_count = models.PositiveIntegerField(default=0)
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    is_public = models.BooleanField(default=False, help_text="published by the system's owner")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(protocol__in=["turn", "log"]),
+                                   name="submission_protocol"),
+        ]
+        indexes = [models.Index(fields=["system", "created_at"], name="submission_quota_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.system} on {self.benchmark_id} ({self.created_at:%Y-%m-%d})"
+
+
 class Job(models.Model):
     """A long piece of work done by a Celery worker, with progress the browser and CLI show.
 
@@ -324,7 +390,7 @@ class Run(models.Model):
     its configuration: each leaderboard number says exactly how it was made.
     """
 
-    submission = models.ForeignKey("leaderboard.Submission", on_delete=models.CASCADE,
+    submission = models.ForeignKey("Submission", on_delete=models.CASCADE,
                                    related_name="runs")
     evaluator = models.CharField(max_length=100)
     evaluator_version = models.CharField(max_length=50)

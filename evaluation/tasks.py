@@ -2,9 +2,10 @@
 
 from celery import shared_task
 
-from .formats.errors import FormatError
-from .jobs import job_begin, job_finish, job_progress
-from .services import benchmark_import, run_process
+from evaluation.lib.formats.errors import FormatError
+from evaluation.services.benchmarks import benchmark_import
+from evaluation.services.jobs import job_begin, job_finish, job_progress
+from evaluation.services.runs import run_process
 
 
 @shared_task(acks_late=True)

@@ -3,7 +3,10 @@
 from django.core.paginator import Paginator
 from django.shortcuts import render
 
-from . import selectors
+from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
+from evaluation.selectors import benchmarks as selectors
+from evaluation.services.jobs import jobs_fail_stale
+
 from .access import (
     benchmarks_for_user,
     can_manage_benchmark,
@@ -14,8 +17,6 @@ from .access import (
     get_job_for_user,
     get_run_for_user,
 )
-from .jobs import jobs_fail_stale
-from .llm.names import LLM_EVALUATOR_NAMES
 from .models import Split
 
 
@@ -83,7 +84,7 @@ def run_detail(request, run_id):
                "axes": selectors.metrics_by_axis(results["metrics"]),
                "config_json": selectors.pretty_json(run.config)}
     if run.evaluator in LLM_EVALUATOR_NAMES:
-        from .llm_selectors import run_llm_report  # loads litellm: only for LLM runs
+        from evaluation.selectors.llm_reports import run_llm_report
 
         context["llm"] = run_llm_report(run=run, page=request.GET.get("page"),
                                         include_hidden=can_see_hidden_units(request.user, run))

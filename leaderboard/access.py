@@ -16,8 +16,7 @@ from django.http import Http404
 
 from config.roles import RESEARCHER, has_role
 from evaluation.access import benchmarks_for_user
-
-from .models import Submission, System
+from evaluation.models import Submission, System
 
 
 def can_write_system(user, system: System) -> bool:

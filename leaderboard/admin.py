@@ -1,6 +1,8 @@
 from django.contrib import admin
 
-from .models import RankSnapshot, Submission, System
+from evaluation.models import Submission, System
+
+from .models import RankSnapshot
 
 
 @admin.register(System)

@@ -19,8 +19,15 @@ from rest_framework.views import APIView
 
 from config.roles import RESEARCHER, has_role
 from evaluation.access import benchmarks_for_user, get_benchmark_for_user, get_run_for_user
-from evaluation.formats.errors import FormatError
-from evaluation.selectors import run_results
+from evaluation.lib.formats.errors import FormatError
+from evaluation.selectors.benchmarks import run_results
+from evaluation.services.submissions import (
+    QuotaExceeded,
+    submission_set_public,
+    submission_submit,
+    system_create,
+    system_update,
+)
 
 from . import selectors
 from .access import get_submission_for_user, get_system_for_user, submissions_for_user
@@ -34,13 +41,6 @@ from .serializers import (
     SubmissionUploadSerializer,
     SystemSerializer,
     ValidationFailedSerializer,
-)
-from .services import (
-    QuotaExceeded,
-    submission_set_public,
-    submission_submit,
-    system_create,
-    system_update,
 )
 
 

@@ -3,7 +3,7 @@
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
-from .models import System
+from evaluation.models import System
 
 FAMILIES = ("retrieval", "dense", "LLM", "planning", "hybrid", "rule-based", "other")
 

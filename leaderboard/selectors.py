@@ -20,11 +20,12 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils.text import slugify
 
-from evaluation.formats.submission import iter_turn_records
-from evaluation.highlight import span_segments
-from evaluation.metrics import grounding
-from evaluation.metrics.quotes import scan
-from evaluation.metrics.suite import SUITE_NAME, metric_specs
+from evaluation.lib.formats.submission import iter_turn_records
+from evaluation.lib.highlight import span_segments
+from evaluation.lib.metrics import grounding
+from evaluation.lib.metrics.quotes import scan
+from evaluation.lib.metrics.suite import SUITE_NAME, metric_specs
+from evaluation.lib.stats.bootstrap import cluster_bootstrap_mean
 from evaluation.models import (
     Benchmark,
     Dialogue,
@@ -34,14 +35,14 @@ from evaluation.models import (
     Review,
     Run,
     Split,
+    Submission,
     TurnItem,
     UnitScore,
 )
-from evaluation.selectors import runs_compare
-from evaluation.stats.bootstrap import cluster_bootstrap_mean
+from evaluation.selectors.benchmarks import runs_compare
+from leaderboard.lib import charts, rank_tables
 
-from . import charts, rank_tables
-from .models import RankSnapshot, Submission
+from .models import RankSnapshot
 
 AXIS_ORDER = ("Accuracy", "Grounding", "Recovery", "Practical value", "Text", "LLM judge",
               "Human")

@@ -5,9 +5,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from evaluation.models import Benchmark
-
-from .models import Submission, System
+from evaluation.models import Benchmark, Submission, System
 
 
 class BenchmarkSerializer(serializers.ModelSerializer):

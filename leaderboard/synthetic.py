@@ -11,10 +11,8 @@ from uuid import uuid4
 import numpy as np
 from django.utils import timezone
 
-from evaluation.models import Benchmark, Job, MetricSummary, Run, UnitScore
-from evaluation.runconfig import BOOTSTRAP
-
-from .models import Submission, System
+from evaluation.lib.runconfig import BOOTSTRAP
+from evaluation.models import Benchmark, Job, MetricSummary, Run, Submission, System, UnitScore
 
 EVALUATOR = "synthetic"
 AXES = ("Accuracy", "Grounding", "Recovery", "Practical value", "Text")

@@ -19,11 +19,20 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from evaluation.access import benchmarks_for_user, get_benchmark_for_user
-from evaluation.formats.errors import FormatError
-from evaluation.jobs import jobs_fail_stale
-from evaluation.metrics.suite import SUITE_NAME
+from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.models import Split
-from evaluation.selectors import metrics_by_axis, run_results
+from evaluation.selectors.benchmarks import metrics_by_axis, run_results
+from evaluation.services.jobs import jobs_fail_stale
+from evaluation.services.submissions import (
+    QuotaExceeded,
+    submission_set_public,
+    submission_submit,
+    submissions_today,
+    system_create,
+    system_daily_quota,
+    system_update,
+)
 
 from . import selectors
 from .access import (
@@ -36,17 +45,7 @@ from .access import (
 from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SubmissionForm, SystemForm
 from .models import RankSnapshot
-from .services import (
-    QuotaExceeded,
-    rank_refresh_enqueue,
-    researcher_register,
-    submission_set_public,
-    submission_submit,
-    submissions_today,
-    system_create,
-    system_daily_quota,
-    system_update,
-)
+from .services import rank_refresh_enqueue, researcher_register
 
 RESULT_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr", "bleu4")
 

@@ -57,7 +57,7 @@ def tiny_bundle_dir(tmp_path):
 
 @pytest.fixture
 def tiny_benchmark(db, tiny_bundle_dir):
-    from evaluation.services import benchmark_import
+    from evaluation.services.benchmarks import benchmark_import
 
     return benchmark_import(path=tiny_bundle_dir)
 

@@ -5,8 +5,9 @@ import json
 import pytest
 from django.core.files.base import ContentFile
 
-from annotation import services, taskforms
-from leaderboard.models import Submission, System
+from annotation import services
+from annotation.lib import taskforms
+from evaluation.models import Submission, System
 
 SYSTEM_NAMES = {"zeta-secret-crs": "Zeta Secret CRS", "omega-hidden-rec": "Omega Hidden Rec"}
 

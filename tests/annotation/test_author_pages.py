@@ -6,7 +6,8 @@ import io
 import pytest
 from django.urls import reverse
 
-from annotation import services, taskforms
+from annotation import services
+from annotation.lib import taskforms
 from annotation.models import Annotation, StudyMember
 from annotation.selectors import item_layout
 from evaluation.models import Job

@@ -6,10 +6,11 @@ import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
-from annotation import services, taskforms
+from annotation import services
+from annotation.lib import taskforms
 from annotation.models import Assignment
 from annotation.selectors import item_layout
-from leaderboard.models import Submission, System
+from evaluation.models import Submission, System
 
 from .conftest import _answers, full_answers, make_study
 

@@ -11,10 +11,9 @@ from django.core.management.base import CommandError
 
 from annotation import report_selectors
 from annotation.models import ImportedLabel, Study
-from evaluation.formats.submission import iter_log_records
-from evaluation.models import MetricSummary, Run
-from evaluation.services import benchmark_import
-from leaderboard.models import Submission
+from evaluation.lib.formats.submission import iter_log_records
+from evaluation.models import MetricSummary, Run, Submission
+from evaluation.services.benchmarks import benchmark_import
 from tests.support.bundles import tiny_data, write_tiny
 
 pytestmark = pytest.mark.django_db

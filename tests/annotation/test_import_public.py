@@ -14,8 +14,7 @@ from django.urls import reverse
 from annotation import report_selectors
 from annotation.imports import public_dataset_import, scores_import
 from annotation.models import ImportedLabel, Study
-from evaluation.models import Benchmark, Run
-from leaderboard.models import Submission
+from evaluation.models import Benchmark, Run, Submission
 from tests.evaluation.formats.public_data import dataset
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,8 @@
 
 from datetime import datetime, timedelta
 
-from annotation import blinding, queue, sampling
+from annotation import queue
+from annotation.lib import blinding, sampling
 from annotation.queue import Candidate, choose_next
 
 

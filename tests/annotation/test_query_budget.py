@@ -5,7 +5,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation import services, taskforms
+from annotation import services
+from annotation.lib import taskforms
 from annotation.selectors import item_layout
 
 from .conftest import full_answers, make_study

@@ -11,8 +11,9 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import report_selectors, services, taskforms
+from annotation import report_selectors, services
 from annotation.imports import scores_import
+from annotation.lib import taskforms
 from annotation.models import StudyMember
 from annotation.selectors import item_layout
 from evaluation.models import Job, MetricSummary, Run, UnitScore

@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from annotation import charts, exports, reports
-from annotation.labels import FieldSpec, LabelRow, LabelTable, NativeItem, native_rows
+from annotation import exports
+from annotation.lib import charts, reports
+from annotation.lib.labels import FieldSpec, LabelRow, LabelTable, NativeItem, native_rows
 
 # Krippendorff (2011), example C: observers A–D × 12 units, None = missing.
 EXAMPLE_C = {

@@ -5,10 +5,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 from django.urls import reverse
 
-from annotation import services, taskforms
+from annotation import services
+from annotation.lib import taskforms
 from annotation.models import BlindingEntry, Study, StudyItem
-from evaluation.models import Dialogue
-from leaderboard.models import Submission
+from evaluation.models import Dialogue, Submission
 
 from .conftest import SYSTEM_NAMES, make_study
 

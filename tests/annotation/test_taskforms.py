@@ -4,8 +4,8 @@ import json
 
 from django.http import QueryDict
 
-from annotation import taskforms
-from annotation.taskforms import Layout, parse_post
+from annotation.lib import taskforms
+from annotation.lib.taskforms import Layout, parse_post
 
 RESPONSE = Layout(forms=("citation", "checklist", "likert"), quote_count=2,
                   likert_scales=taskforms.DEFAULT_LIKERT_SCALES)

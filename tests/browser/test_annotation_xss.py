@@ -5,9 +5,9 @@ import json
 import pytest
 from django.core.files.base import ContentFile
 
-from annotation import services, taskforms
-from evaluation.models import Item, Review, Turn
-from leaderboard.models import Submission, System
+from annotation import services
+from annotation.lib import taskforms
+from evaluation.models import Item, Review, Submission, System, Turn
 from tests.annotation.conftest import (
     make_study,
     media_root,  # noqa: F401 (fixture)

@@ -24,7 +24,7 @@ def media(settings, tmp_path):
 @pytest.fixture
 def board(media, tiny_benchmark, researcher):
     """Four systems on the tiny benchmark: two of the researcher's, two baselines."""
-    from leaderboard.services import system_create, system_get_or_create_baseline
+    from evaluation.services.submissions import system_create, system_get_or_create_baseline
 
     systems = {
         "echo": (system_create(name="Echo", owner=researcher, family="LLM", team="Lab A"),
@@ -54,7 +54,7 @@ def log_in(page, username="researcher"):
 
 def test_upload_progress_publish_then_the_row_is_on_the_leaderboard(page, media, tiny_benchmark,
                                                                    researcher, monkeypatch):
-    from evaluation import services as evaluation_services
+    from evaluation.services import runs as evaluation_services
 
     def slow_worker(job_id):  # a worker that picks the run up a moment later
         def work():

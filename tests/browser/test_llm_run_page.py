@@ -3,7 +3,7 @@ and the debate transcript; model text with markup stays text (no script runs).""
 
 import pytest
 
-from evaluation.llm_runs import llm_run_create
+from evaluation.services.llm_runs import llm_run_create
 from tests.browser.conftest import screenshot
 from tests.evaluation import llm_fixtures
 from tests.evaluation.llm_fixtures import core_answer, server_config, succeeded

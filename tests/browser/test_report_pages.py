@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
 
-from annotation import taskforms
 from annotation.imports import public_dataset_import, scores_import
+from annotation.lib import taskforms
 from tests.annotation.conftest import make_study, make_submissions
 from tests.annotation.test_report import label_all, score_file
 from tests.browser.conftest import screenshot

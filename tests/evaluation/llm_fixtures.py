@@ -7,8 +7,8 @@ from contextlib import ExitStack
 import pytest
 
 from evaluation.models import Job, Run
-from evaluation.services import run_process
-from leaderboard.services import submission_create, system_create
+from evaluation.services.runs import run_process
+from evaluation.services.submissions import submission_create, system_create
 from tests.evaluation.llm.helpers import debate_role_and_round, factor_name
 from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, scripted_llm_server
 

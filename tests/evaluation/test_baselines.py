@@ -8,10 +8,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from evaluation.baselines import BASELINES, baseline_class, generate_submission
-from evaluation.demo import generate_demo_bundle
-from evaluation.formats.bundle import Bundle, write_bundle
-from evaluation.formats.submission import (
+from evaluation.lib.demo import generate_demo_bundle
+from evaluation.lib.formats.bundle import Bundle, write_bundle
+from evaluation.lib.formats.submission import (
     SubmissionReference,
     item_infos,
     reference_dialogue,
@@ -20,10 +19,10 @@ from evaluation.formats.submission import (
     validate_turn_submission,
     write_turn_submission,
 )
-from evaluation.metrics.suite import SuiteConfig, evaluate_submission
-from evaluation.models import Job
-from evaluation.services import baselines_ensure
-from leaderboard.models import System
+from evaluation.lib.metrics.suite import SuiteConfig, evaluate_submission
+from evaluation.lib.rankers import BASELINES, baseline_class, generate_submission
+from evaluation.models import Job, System
+from evaluation.services.reference_baselines import baselines_ensure
 
 SPLIT = "test"
 
@@ -138,7 +137,7 @@ def test_baselines_ensure_is_idempotent(tiny_benchmark, tmp_path, settings):
 
 
 def test_without_an_embedding_model_dense_says_why_and_hybrid_fuses_three_rankers(tmp_path):
-    from evaluation.baselines import EmbeddingsUnavailable, SentenceEncoder
+    from evaluation.lib.rankers import EmbeddingsUnavailable, SentenceEncoder
     from tests.support.bundles import tiny_data
 
     data = tiny_data()

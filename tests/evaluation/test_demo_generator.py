@@ -1,4 +1,4 @@
-"""Tests for the synthetic demo benchmark generator (evaluation/demo.py).
+"""Tests for the synthetic demo benchmark generator (evaluation/lib/demo.py).
 
 The checks re-derive everything from the bundle itself (no access to generator internals), the way
 an importer or an evaluator would see it.
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import linear_kernel
 
-from evaluation.demo import generate_demo_bundle
+from evaluation.lib.demo import generate_demo_bundle
 
 ACTIONS = {
     "greet_and_seek", "ask_preference", "provide_preference", "recommend", "compare", "accept",

@@ -7,8 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.models import Job, Run, UnitScore
-from leaderboard.models import Submission, System
+from evaluation.models import Job, Run, Submission, System, UnitScore
 from tests.support.submissions import EXPECTED, tiny_lines, write_lines
 
 pytestmark = pytest.mark.django_db

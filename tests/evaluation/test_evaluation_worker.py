@@ -3,11 +3,11 @@ is executed by a real Celery worker process, which records progress and results.
 
 import pytest
 
-from evaluation import services
 from evaluation.models import Job, Run
-from evaluation.services import run_create
+from evaluation.services import runs as services
+from evaluation.services.runs import run_create
+from evaluation.services.submissions import submission_create, system_create
 from evaluation.tasks import evaluate_run_job
-from leaderboard.services import submission_create, system_create
 from tests.support.submissions import EXPECTED, write_lines
 from tests.support.worker import FILESYSTEM, celery_worker, wait_for_job, worker_log
 

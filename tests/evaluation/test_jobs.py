@@ -4,8 +4,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.jobs import job_begin, job_finish, job_progress, jobs_fail_stale
 from evaluation.models import Job
+from evaluation.services.jobs import job_begin, job_finish, job_progress, jobs_fail_stale
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ import re
 import pytest
 from django.core.management import call_command
 
-from evaluation.llm_baselines import NO_ANSWER
-from leaderboard.models import Submission
+from evaluation.models import Submission
+from evaluation.services.llm_baselines import NO_ANSWER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

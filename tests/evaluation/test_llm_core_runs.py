@@ -8,9 +8,9 @@ own, so these tests use transactional databases.
 import pytest
 from django.urls import reverse
 
-from evaluation.llm.core_rubrics import FACTOR_GUIDELINES, FACTOR_KEYS
-from evaluation.llm_runs import llm_run_create
+from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES, FACTOR_KEYS
 from evaluation.models import DebateTurn, Job, LLMCacheEntry
+from evaluation.services.llm_runs import llm_run_create
 from tests.evaluation.llm_fixtures import core_answer, executed, server_config, succeeded
 from tests.support.llm_server import http_error
 

@@ -6,9 +6,9 @@ import io
 import pytest
 from django.core.management import call_command
 
-from evaluation.demo import generate_demo_bundle
-from evaluation.llm.adapters import reference_log
-from evaluation.llm.cost_report import SEED_FACTOR_ANSWER_TOKENS, measure_core_cost
+from evaluation.lib.demo import generate_demo_bundle
+from evaluation.lib.llm.adapters import reference_log
+from evaluation.lib.llm.cost_report import SEED_FACTOR_ANSWER_TOKENS, measure_core_cost
 
 
 @pytest.fixture(scope="module")

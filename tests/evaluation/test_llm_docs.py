@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from evaluation.llm.evaluators import EVALUATORS
+from evaluation.lib.llm.evaluators import EVALUATORS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
 

@@ -8,8 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.models import Run
-from leaderboard.models import Submission
+from evaluation.models import Run, Submission
 from tests.evaluation.llm_fixtures import LOGS, core_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)

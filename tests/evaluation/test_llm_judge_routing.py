@@ -5,10 +5,10 @@ import pytest
 from django.utils import timezone
 
 from annotation import services as annotation_services
+from annotation.core_ratings import human_factor_scores, study_conversation_logs
 from annotation.models import Annotation, Assignment
-from evaluation.llm.core_rubrics import FACTOR_KEYS
-from evaluation.llm_runs import llm_run_create
-from evaluation.llm_selectors import human_factor_scores, study_conversation_logs
+from evaluation.lib.llm.core_rubrics import FACTOR_KEYS
+from evaluation.services.llm_runs import llm_run_create
 from tests.evaluation.llm.helpers import factor_name
 from tests.evaluation.llm_fixtures import core_answer, server_config, succeeded
 

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from evaluation.llm_runs import llm_run_create
-from leaderboard.services import submission_create, system_create
+from evaluation.services.llm_runs import llm_run_create
+from evaluation.services.submissions import submission_create, system_create
 from tests.evaluation.llm_fixtures import server_config, succeeded
 from tests.support.submissions import write_lines
 

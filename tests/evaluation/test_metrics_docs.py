@@ -4,7 +4,7 @@ doc fails here)."""
 import re
 from pathlib import Path
 
-from evaluation.metrics.suite import metric_specs
+from evaluation.lib.metrics.suite import metric_specs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 

@@ -1,8 +1,8 @@
 import pytest
 from django.urls import reverse
 
-from evaluation.services import run_create, run_process
-from leaderboard.services import submission_create, system_create
+from evaluation.services.runs import run_create, run_process
+from evaluation.services.submissions import submission_create, system_create
 from tests.support.submissions import write_lines
 
 pytestmark = pytest.mark.django_db

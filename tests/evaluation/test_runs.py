@@ -7,12 +7,12 @@ import pytest
 from django.utils import timezone
 
 from evaluation.access import can_see_hidden_units, get_run_for_user, runs_for_user
-from evaluation.jobs import job_begin, jobs_fail_stale
 from evaluation.models import Job, MetricSummary, Run, UnitScore
-from evaluation.selectors import run_results, run_unit_rows
-from evaluation.services import run_create, run_execute, run_process
+from evaluation.selectors.benchmarks import run_results, run_unit_rows
+from evaluation.services.jobs import job_begin, jobs_fail_stale
+from evaluation.services.runs import run_create, run_execute, run_process
+from evaluation.services.submissions import submission_create, system_create
 from evaluation.tasks import evaluate_run_job
-from leaderboard.services import submission_create, system_create
 from tests.evaluation.metrics.tiny_nli import build_tiny_nli
 from tests.support.submissions import EXPECTED, write_lines
 

@@ -7,8 +7,8 @@ import tracemalloc
 
 import pytest
 
-from evaluation.formats.errors import FormatError
-from evaluation.formats.submission import (
+from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.formats.submission import (
     SubmissionReference,
     bounded_lines,
     read_turn_submission,

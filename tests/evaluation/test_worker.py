@@ -4,8 +4,8 @@
 import pytest
 from django.conf import settings
 
-from evaluation.jobs import job_create
 from evaluation.models import Benchmark, Job
+from evaluation.services.jobs import job_create
 from evaluation.tasks import import_benchmark_job
 from tests.support.worker import FILESYSTEM, celery_worker, wait_for_job, worker_log
 

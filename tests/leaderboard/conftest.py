@@ -16,8 +16,8 @@ def media_root(settings, tmp_path):
 def finished_submission(tiny_benchmark, tmp_path):
     """make(system, lines=None, public=False, benchmark=tiny) -> (submission, run), evaluated
     in-process."""
-    from evaluation.services import run_create, run_process
-    from leaderboard.services import submission_create
+    from evaluation.services.runs import run_create, run_process
+    from evaluation.services.submissions import submission_create
 
     counter = iter(range(1000))
 
@@ -39,7 +39,7 @@ def finished_submission(tiny_benchmark, tmp_path):
 @pytest.fixture
 def board_world(db, tiny_benchmark, researcher, finished_submission):
     """Three systems: the researcher's public 'Echo' and private 'Draft', and a baseline."""
-    from leaderboard.services import system_create, system_get_or_create_baseline
+    from evaluation.services.submissions import system_create, system_get_or_create_baseline
 
     echo = system_create(name="Echo", owner=researcher, family="LLM", team="Lab A")
     draft = system_create(name="Draft", owner=researcher, family="LLM")

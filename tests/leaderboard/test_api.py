@@ -9,8 +9,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from leaderboard.models import Submission
-from leaderboard.services import system_create
+from evaluation.models import Submission
+from evaluation.services.submissions import system_create
 from tests.support.submissions import tiny_lines
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 import pytest
 
-from leaderboard import charts
+from leaderboard.lib import charts
 
 
 def test_nice_ticks_are_round_and_cover_the_range():

@@ -20,7 +20,7 @@ SECRET_ID, SECRET_NAME = "x-secret", "Secret Garden Cafe"
 @pytest.fixture
 def secret_benchmark(tmp_path):
     """The tiny benchmark whose hidden dialogue d3 has a gold item found nowhere else."""
-    from evaluation.services import benchmark_import
+    from evaluation.services.benchmarks import benchmark_import
 
     data = tiny_data()
     data["benchmark"]["slug"] = "secret"
@@ -34,7 +34,7 @@ def secret_benchmark(tmp_path):
 
 def test_hidden_gold_is_in_no_response(secret_benchmark, researcher, staff, outsider,
                                        finished_submission):
-    from leaderboard.services import system_create
+    from evaluation.services.submissions import system_create
 
     system = system_create(name="Echo", owner=researcher)
     submission, run = finished_submission(system, public=True, benchmark=secret_benchmark)
@@ -92,7 +92,7 @@ def test_hidden_gold_is_in_no_response(secret_benchmark, researcher, staff, outs
 
 def test_hidden_dialogues_appear_only_inside_aggregates(client, secret_benchmark, researcher,
                                                         finished_submission):
-    from leaderboard.services import system_create
+    from evaluation.services.submissions import system_create
 
     system = system_create(name="Echo", owner=researcher)
     finished_submission(system, public=True, benchmark=secret_benchmark)

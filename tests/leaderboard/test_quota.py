@@ -9,9 +9,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from evaluation.models import Job
-from leaderboard.models import Submission
-from leaderboard.services import QuotaExceeded, submission_submit, system_create
+from evaluation.models import Job, Submission
+from evaluation.services.submissions import QuotaExceeded, submission_submit, system_create
 from tests.support.submissions import write_lines
 
 

@@ -1,10 +1,10 @@
-"""Leaderboard ranks from per-dialogue sums equal evaluation.stats' tie-aware ranks."""
+"""Leaderboard ranks from per-dialogue sums equal evaluation.lib.stats' tie-aware ranks."""
 
 import numpy as np
 import pytest
 
-from evaluation.stats.bootstrap import rank_systems_by_metric
-from leaderboard.rank_tables import (
+from evaluation.lib.stats.bootstrap import rank_systems_by_metric
+from leaderboard.lib.rank_tables import (
     ClusterTable,
     better_matrices,
     cluster_tables,

@@ -6,9 +6,9 @@ from io import BytesIO, StringIO
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from evaluation.formats.errors import FormatError
-from leaderboard.models import Submission, System
-from leaderboard.services import (
+from evaluation.lib.formats.errors import FormatError
+from evaluation.models import Submission, System
+from evaluation.services.submissions import (
     submission_create,
     system_create,
     system_get_or_create_baseline,
@@ -95,7 +95,7 @@ def test_baseline_submissions_are_public_others_private(tiny_benchmark, research
 
 
 def test_system_update_changes_only_descriptive_fields(researcher):
-    from leaderboard.services import system_update
+    from evaluation.services.submissions import system_update
 
     system = system_create(name="Mine", owner=researcher)
     system_update(system=system, team="Lab", paper_url="https://example.org/p")

@@ -9,8 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from leaderboard.models import Submission, System
-from leaderboard.services import system_create
+from evaluation.models import Submission, System
+from evaluation.services.submissions import system_create
 from tests.support.submissions import tiny_lines
 
 pytestmark = pytest.mark.django_db

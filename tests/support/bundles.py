@@ -2,7 +2,7 @@
 
 import copy
 
-from evaluation.formats.bundle import Bundle, write_bundle
+from evaluation.lib.formats.bundle import Bundle, write_bundle
 
 TINY = {
     "benchmark": {

@@ -11,9 +11,9 @@ PRIVATE_SUBMISSION = "00000000-0000-4000-8000-000000000002"
 
 
 def make_world(*, benchmark, owner, folder: Path) -> dict:
-    from evaluation.services import run_create, run_process
-    from leaderboard.models import Submission
-    from leaderboard.services import submission_create, system_create
+    from evaluation.models import Submission
+    from evaluation.services.runs import run_create, run_process
+    from evaluation.services.submissions import submission_create, system_create
 
     world = {}
     for slug, uuid, public in (("lb-public", PUBLIC_SUBMISSION, True),
@@ -54,8 +54,8 @@ def mixed_lines() -> list[dict]:
 
 def evaluated(system, *, benchmark, lines, folder: Path, public: bool):
     """(submission, run) of SYSTEM answering with LINES, evaluated in-process."""
-    from evaluation.services import run_create, run_process
-    from leaderboard.services import submission_create
+    from evaluation.services.runs import run_create, run_process
+    from evaluation.services.submissions import submission_create
 
     path = write_lines(folder / f"{system.slug}-{len(list(folder.glob('*.jsonl')))}.jsonl",
                        lines)

@@ -1,12 +1,12 @@
 """python manage.py bench_agreement [--units N] [--annotators N] [--repeats N] [--levels ...]
 
-Runs `python -m evaluation.stats.benchmark` (docs/performance.md, "Statistics"): Krippendorff's
+Runs `python -m evaluation.lib.stats.benchmark` (docs/performance.md, "Statistics"): Krippendorff's
 alpha on 100,000 units × 10 annotators, next to the `krippendorff` package where it fits.
 """
 
 from django.core.management.base import BaseCommand
 
-from evaluation.stats import benchmark
+from evaluation.lib.stats import benchmark
 
 
 class Command(BaseCommand):

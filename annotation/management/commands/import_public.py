@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.imports import public_dataset_import
 from evaluation.cli import format_errors_as_command_error
-from evaluation.formats.public import PUBLIC_IMPORTERS
+from evaluation.lib.formats.public import PUBLIC_IMPORTERS
 
 from ._common import resolve_author
 

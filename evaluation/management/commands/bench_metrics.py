@@ -1,7 +1,7 @@
 """`manage.py bench_metrics --turns N [N …]`: time the non-LLM Trace suite on synthetic data.
 
 Times `evaluate_submission` alone (accuracy, grounding without NLI, recovery, practical value,
-and text metrics, then again without the text metrics) on `evaluation.metrics.synthetic` inputs
+and text metrics, then again without the text metrics) on `evaluation.lib.metrics.synthetic` inputs
 of N system turns, and prints system turns per second per core (CPU time of this process) and
 CPU microseconds per turn, which stays flat when the cost grows linearly with N.
 """
@@ -10,7 +10,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from evaluation.metrics.synthetic import time_suite
+from evaluation.lib.metrics.synthetic import time_suite
 
 
 class Command(BaseCommand):

@@ -11,9 +11,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Q
 
-from evaluation.models import Benchmark
-from evaluation.selectors import latest_run, runs_compare
-from leaderboard.models import System
+from evaluation.models import Benchmark, System
+from evaluation.selectors.benchmarks import latest_run, runs_compare
 
 
 class Command(BaseCommand):

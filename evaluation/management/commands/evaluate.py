@@ -26,13 +26,12 @@ from evaluation.cli import (
     format_usage,
     llm_model_options,
 )
-from evaluation.formats.submission import LOG, TURN
-from evaluation.jobs import jobs_fail_stale
-from evaluation.models import Benchmark, Job
-from evaluation.selectors import run_results, run_unit_rows
-from evaluation.services import run_create, run_process
-from leaderboard.models import Submission, System
-from leaderboard.services import submission_create, system_create
+from evaluation.lib.formats.submission import LOG, TURN
+from evaluation.models import Benchmark, Job, Submission, System
+from evaluation.selectors.benchmarks import run_results, run_unit_rows
+from evaluation.services.jobs import jobs_fail_stale
+from evaluation.services.runs import run_create, run_process
+from evaluation.services.submissions import submission_create, system_create
 
 WORKER_TIMEOUT_SECONDS = 6 * 3600
 TRACE = "trace"
@@ -150,7 +149,7 @@ class Command(BaseCommand):
                 protocol=protocol)
 
     def _llm_run(self, submission, evaluator: str, model: dict, opts):
-        from evaluation.llm_runs import llm_run_create  # loads litellm: only when needed
+        from evaluation.services.llm_runs import llm_run_create
 
         try:
             return llm_run_create(

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.models import Benchmark
-from evaluation.services import benchmark_export
+from evaluation.services.benchmarks import benchmark_export
 
 
 class Command(BaseCommand):

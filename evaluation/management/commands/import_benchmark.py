@@ -3,7 +3,7 @@ import sys
 from django.core.management.base import BaseCommand
 
 from evaluation.cli import ProgressBars, format_errors_as_command_error
-from evaluation.services import benchmark_import
+from evaluation.services.benchmarks import benchmark_import
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 """`manage.py llm_cost_report`: CoRE's tokens per log (twelve factors, the debate), measured on
 the demo benchmark's reference conversations with real prompts and scripted answers of the
-seed's average lengths (evaluation.llm.cost_report), beside the seed's ≈ 21k + ≈ 51k tokens.
+seed's average lengths (evaluation.lib.llm.cost_report), beside the seed's ≈ 21k + ≈ 51k tokens.
 
 No model and no API key are needed: a local dry-run server answers. `--benchmark` measures a
 stored benchmark instead of the generated demo.
@@ -10,9 +10,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.demo import generate_demo_bundle
+from evaluation.lib.demo import generate_demo_bundle
 from evaluation.models import Benchmark
-from evaluation.selectors import benchmark_bundle
+from evaluation.selectors.benchmarks import benchmark_bundle
 
 
 class Command(BaseCommand):
@@ -30,8 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json")
 
     def handle(self, benchmark, seed, logs, split, max_rounds, as_json, **options):
-        from evaluation.llm.adapters import reference_log  # loads litellm: only here
-        from evaluation.llm.cost_report import measure_core_cost
+        from evaluation.lib.llm.adapters import reference_log
+        from evaluation.lib.llm.cost_report import measure_core_cost
 
         if benchmark:
             found = Benchmark.objects.filter(slug=benchmark).first()

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from evaluation.demo import generate_demo_bundle
-from evaluation.formats.bundle import Bundle, write_bundle
+from evaluation.lib.demo import generate_demo_bundle
+from evaluation.lib.formats.bundle import Bundle, write_bundle
 
 
 class Command(BaseCommand):

@@ -9,7 +9,6 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.baselines import BASELINES, EmbeddingsUnavailable, baseline_class
 from evaluation.cli import (
     ProgressBars,
     add_llm_arguments,
@@ -17,10 +16,12 @@ from evaluation.cli import (
     format_usage,
     llm_model_options,
 )
+from evaluation.lib.rankers import BASELINES, EmbeddingsUnavailable, baseline_class
 from evaluation.management.commands.evaluate import format_results
 from evaluation.models import Benchmark, Job
-from evaluation.selectors import run_results
-from evaluation.services import baseline_submission_create, run_create, run_process
+from evaluation.selectors.benchmarks import run_results
+from evaluation.services.reference_baselines import baseline_submission_create
+from evaluation.services.runs import run_create, run_process
 
 LLM_BASELINE_NAMES = ("llm_zero_shot", "rag_citation")
 
@@ -82,7 +83,7 @@ class Command(BaseCommand):
 
     def _llm_baseline(self, benchmark, name, splits, suite, no_nli, as_json, no_progress,
                       options):
-        from evaluation.llm_baselines import llm_baseline_submission_create  # loads litellm
+        from evaluation.services.llm_baselines import llm_baseline_submission_create
 
         model = llm_model_options(options)
         bars = ProgressBars(sys.stderr, enabled=not no_progress)

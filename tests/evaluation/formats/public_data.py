@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.formats.bundle import Bundle, read_bundle, write_bundle
-from evaluation.formats.errors import FormatError
+from evaluation.lib.formats.bundle import Bundle, read_bundle, write_bundle
+from evaluation.lib.formats.errors import FormatError
 
 PUBLIC = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "public"
 

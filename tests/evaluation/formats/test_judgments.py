@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from evaluation.formats.errors import FormatError
-from evaluation.formats.judgments import (
+from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.formats.judgments import (
     parse_judgments,
     parse_scores,
     read_judgments,
     read_scores,
 )
-from evaluation.formats.public.crs_arena_eval import import_crs_arena_eval
+from evaluation.lib.formats.public.crs_arena_eval import import_crs_arena_eval
 
 from .public_data import dataset, messages
 

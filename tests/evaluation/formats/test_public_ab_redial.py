@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from evaluation.formats.errors import FormatError
-from evaluation.formats.public.ab_redial import import_ab_redial
+from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.formats.public.ab_redial import import_ab_redial
 
 from .public_data import dataset, messages, roundtrip
 

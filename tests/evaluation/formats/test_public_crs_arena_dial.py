@@ -5,9 +5,9 @@ from collections import Counter
 
 import pytest
 
-from evaluation.formats.errors import FormatError
-from evaluation.formats.public.crs_arena_dial import import_crs_arena_dial
-from evaluation.formats.public.crs_arena_eval import import_crs_arena_eval
+from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.formats.public.crs_arena_dial import import_crs_arena_dial
+from evaluation.lib.formats.public.crs_arena_eval import import_crs_arena_eval
 
 from .public_data import dataset, messages, roundtrip
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from evaluation.formats.errors import FormatError
-from evaluation.formats.public import PUBLIC_IMPORTERS, import_public
-from evaluation.formats.public.crs_arena_eval import import_crs_arena_eval
+from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.formats.public import PUBLIC_IMPORTERS, import_public
+from evaluation.lib.formats.public.crs_arena_eval import import_crs_arena_eval
 
 from .public_data import PUBLIC, dataset, messages, roundtrip
 

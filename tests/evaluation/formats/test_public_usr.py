@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from evaluation.formats.errors import FormatError
-from evaluation.formats.public.usr import import_usr
+from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.formats.public.usr import import_usr
 
 from .public_data import dataset, messages, roundtrip
 

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from evaluation.llm.gateway import InMemoryResponseCache, LLMGateway
+from evaluation.lib.llm.gateway import InMemoryResponseCache, LLMGateway
 from tests.evaluation.llm.helpers import SleepRecorder
 from tests.support.llm_server import Script, ScriptedLLMServer, scripted_llm_server
 

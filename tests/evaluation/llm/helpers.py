@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from evaluation.llm.gateway import ModelConfig
+from evaluation.lib.llm.gateway import ModelConfig
 from tests.support.llm_server import RecordedRequest, ScriptedLLMServer
 
 DUMMY_KEY = "sk-test-not-a-real-key"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evaluation.llm.baselines import (
+from evaluation.lib.llm.baselines import (
     CandidateItem,
     DialogueContext,
     EvidenceSentence,

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from evaluation.llm.conversation import ConversationLog, render_log
-from evaluation.llm.core import (
+from evaluation.lib.llm.conversation import ConversationLog, render_log
+from evaluation.lib.llm.core import (
     FACTOR_KEYS,
     build_factor_messages,
     choose_judge_per_factor,
@@ -25,7 +25,7 @@ from evaluation.llm.core import (
     score_persuasiveness,
     session_recall,
 )
-from evaluation.llm.core_rubrics import FACTOR_GUIDELINES, GUIDELINE_BY_KEY
+from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES, GUIDELINE_BY_KEY
 from tests.evaluation.llm.helpers import config_for, factor_name
 from tests.evaluation.llm.sample_logs import ITEM_NAMES, REALISTIC_LOG, SHORT_LOG
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.llm.gateway import (
+from evaluation.lib.llm.gateway import (
     InMemoryResponseCache,
     LLMCallError,
     LLMConfigurationError,

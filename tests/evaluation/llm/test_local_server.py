@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from evaluation.llm.gateway import LLMGateway, ModelConfig
+from evaluation.lib.llm.gateway import LLMGateway, ModelConfig
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -47,7 +47,7 @@ def tiny_model_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def local_server(tiny_model_path):
-    from evaluation.llm.local_server import LocalCausalLM, serve_in_thread
+    from evaluation.lib.llm.local_server import LocalCausalLM, serve_in_thread
 
     lm = LocalCausalLM(tiny_model_path, served_model_name="tiny-gpt2")
     server = serve_in_thread(lm)
@@ -98,7 +98,7 @@ def test_greedy_answers_are_reproducible_and_cached(local_server):
 
 def test_the_server_rejects_what_it_cannot_do(local_server):
     lm, _ = local_server
-    from evaluation.llm.local_server import RequestError
+    from evaluation.lib.llm.local_server import RequestError
 
     with pytest.raises(RequestError):
         lm.complete({"messages": [{"role": "user", "content": "hi"}], "n": 2})
@@ -108,7 +108,7 @@ def test_the_server_rejects_what_it_cannot_do(local_server):
 
 def test_the_command_line_documents_its_options():
     done = subprocess.run(
-        [sys.executable, "-m", "evaluation.llm.local_server", "--help"],
+        [sys.executable, "-m", "evaluation.lib.llm.local_server", "--help"],
         capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     assert "--model-path" in done.stdout and "--port" in done.stdout

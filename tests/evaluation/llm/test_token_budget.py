@@ -15,8 +15,8 @@ import json
 
 from litellm.litellm_core_utils.default_encoding import encoding
 
-from evaluation.llm.core import DEBATE_ROLES, run_debate, score_factors
-from evaluation.llm.gateway import UsageMeter
+from evaluation.lib.llm.core import DEBATE_ROLES, run_debate, score_factors
+from evaluation.lib.llm.gateway import UsageMeter
 from tests.evaluation.llm.helpers import config_for, debate_role_and_round, factor_name
 from tests.evaluation.llm.sample_logs import ITEM_NAMES, REALISTIC_LOG
 

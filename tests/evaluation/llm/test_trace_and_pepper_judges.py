@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from evaluation.llm.pepper_judge import PEPPER_ASPECTS, build_pepper_messages, judge_pepper_log
-from evaluation.llm.trace_judge import (
+from evaluation.lib.llm.pepper_judge import PEPPER_ASPECTS, build_pepper_messages, judge_pepper_log
+from evaluation.lib.llm.trace_judge import (
     TRACE_CRITERIA,
     JudgedTurn,
     build_trace_judge_messages,

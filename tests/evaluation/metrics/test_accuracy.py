@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.metrics.accuracy import (
+from evaluation.lib.metrics.accuracy import (
     build_city_type_index,
     closed_pool,
     hit_at_k,
@@ -16,7 +16,7 @@ from evaluation.metrics.accuracy import (
     reciprocal_rank,
     turn_accuracy,
 )
-from evaluation.metrics.types import ItemInfo
+from evaluation.lib.metrics.types import ItemInfo
 
 RANKED = ["a", "b", "c", "d", "e"]
 

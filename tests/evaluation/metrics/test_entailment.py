@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluation.metrics.entailment import (
+from evaluation.lib.metrics.entailment import (
     Claim,
     NLIModel,
     claim_premises,
@@ -13,7 +13,7 @@ from evaluation.metrics.entailment import (
     score_turn_claims,
     split_sentences,
 )
-from evaluation.metrics.types import Unavailable
+from evaluation.lib.metrics.types import Unavailable
 
 from .tiny_nli import build_tiny_nli
 

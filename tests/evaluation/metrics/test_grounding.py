@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.metrics.grounding import (
+from evaluation.lib.metrics.grounding import (
     ASPECT_INVENTORY,
     DEFAULT_ASPECT_MATCHER,
     EXACT,
@@ -23,7 +23,7 @@ from evaluation.metrics.grounding import (
     provenance_coverage,
     quote_core,
 )
-from evaluation.metrics.quotes import extract_labels, extract_quotes
+from evaluation.lib.metrics.quotes import extract_labels, extract_quotes
 
 REVIEW_1 = "Honestly the crab cakes were incredible, and parking was easy."
 REVIEW_2 = "The chowder was bland."

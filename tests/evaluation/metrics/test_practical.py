@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.metrics.practical import (
+from evaluation.lib.metrics.practical import (
     haversine_km,
     itinerary_diversity,
     pair_distances_km,
@@ -13,7 +13,7 @@ from evaluation.metrics.practical import (
     spatial_coherence,
     stated_budget_ceiling,
 )
-from evaluation.metrics.types import ItemInfo
+from evaluation.lib.metrics.types import ItemInfo
 
 KM_PER_DEGREE = 111.19508  # 2πR/360 with R = 6371.0088 km, along the equator
 

@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.metrics.quotes import (
+from evaluation.lib.metrics.quotes import (
     extract_labels,
     extract_quotes,
     scan,

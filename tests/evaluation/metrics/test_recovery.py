@@ -1,12 +1,12 @@
 """TSR, T2R and rejection recovery."""
 
-from evaluation.metrics.recovery import (
+from evaluation.lib.metrics.recovery import (
     EXCLUDE,
     rejection_recovery,
     task_success,
     turns_to_first_hit,
 )
-from evaluation.metrics.types import ReferenceDialogue, ReferenceTurn
+from evaluation.lib.metrics.types import ReferenceDialogue, ReferenceTurn
 
 
 def test_tsr_is_one_when_any_turn_hits():

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.metrics.entailment import load_nli_model
-from evaluation.metrics.suite import (
+from evaluation.lib.metrics.entailment import load_nli_model
+from evaluation.lib.metrics.suite import (
     SuiteConfig,
     evaluate_submission,
     evaluated_turn_keys,
     metric_specs,
 )
-from evaluation.metrics.text import rouge_l_f1, sentence_bleu4
-from evaluation.metrics.types import (
+from evaluation.lib.metrics.text import rouge_l_f1, sentence_bleu4
+from evaluation.lib.metrics.types import (
     AXES,
     Citation,
     ItemInfo,

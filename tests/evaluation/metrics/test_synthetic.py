@@ -1,7 +1,7 @@
 """The synthetic input generator and the timing helper used by the throughput benchmark."""
 
-from evaluation.metrics.suite import evaluate_submission, evaluated_turn_keys
-from evaluation.metrics.synthetic import generate_inputs, time_suite
+from evaluation.lib.metrics.suite import evaluate_submission, evaluated_turn_keys
+from evaluation.lib.metrics.synthetic import generate_inputs, time_suite
 
 
 def test_generator_is_deterministic():

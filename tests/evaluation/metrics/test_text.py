@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from evaluation.metrics.text import bleu_tokens, rouge_l_f1, rouge_tokens, sentence_bleu4
+from evaluation.lib.metrics.text import bleu_tokens, rouge_l_f1, rouge_tokens, sentence_bleu4
 
 ROUGE = rouge_scorer.RougeScorer(["rougeL"])
 TOKENIZER_13A = Tokenizer13a()

@@ -8,7 +8,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from evaluation.metrics.entailment import find_entailment_index
+from evaluation.lib.metrics.entailment import find_entailment_index
 
 WORDS = (
     "the crab cakes were incredible and service was slow food great quiet place cozy we "

@@ -3,7 +3,7 @@ Cohen's kappa, majority vote, citation precision and blind recommendation agreem
 
 import pytest
 
-from evaluation.stats.agreement import (
+from evaluation.lib.stats.agreement import (
     AgreementField,
     annotator_diagnostics,
     blind_recommendation_agreement,

@@ -9,13 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation.stats.agreement import alpha_with_ci, compute_alpha
-from evaluation.stats.alpha import (
-    _coincidence_parts,
-    alpha_parts,
-    masi_distance,
-    prepare,
-)
+from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
+from evaluation.lib.stats.alpha import _coincidence_parts, alpha_parts, masi_distance, prepare
 
 _ = None
 EXAMPLE_C = [

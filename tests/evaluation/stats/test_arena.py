@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from evaluation.stats.arena import (
+from evaluation.lib.stats.arena import (
     bradley_terry_ratings,
     bradley_terry_with_ci,
     elo_ratings,

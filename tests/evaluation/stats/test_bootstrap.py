@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from evaluation.stats.bootstrap import (
+from evaluation.lib.stats.bootstrap import (
     cluster_bootstrap_mean,
     cluster_replicate_means,
     cluster_sums,

@@ -5,7 +5,7 @@ import math
 import pytest
 from scipy import stats
 
-from evaluation.stats.comparison import compare_systems, paired_t_test, per_dialogue_means
+from evaluation.lib.stats.comparison import compare_systems, paired_t_test, per_dialogue_means
 
 
 def test_paired_t_test_matches_hand_computation():

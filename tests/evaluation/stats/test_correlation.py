@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.stats.agreement import cohen_kappa
-from evaluation.stats.correlation import (
+from evaluation.lib.stats.agreement import cohen_kappa
+from evaluation.lib.stats.correlation import (
     correlate,
     correlation_from_arrays,
     correlation_with_ci,

@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 
-from evaluation.stats import agreement, arena, bootstrap, comparison, correlation
-from evaluation.stats.methods import METHOD_DESCRIPTIONS
-from evaluation.stats.results import Correlation, Estimate, PairedTest
+from evaluation.lib.stats import agreement, arena, bootstrap, comparison, correlation
+from evaluation.lib.stats.methods import METHOD_DESCRIPTIONS
+from evaluation.lib.stats.results import Correlation, Estimate, PairedTest
 
 
 def test_estimate_turns_nan_into_an_explained_missing_value():
@@ -68,9 +68,10 @@ def test_every_method_on_a_result_has_a_description_for_exports():
 
 def test_statistics_package_imports_no_django():
     code = (
-        "import sys, evaluation.stats.agreement, evaluation.stats.arena, "
-        "evaluation.stats.bootstrap, evaluation.stats.comparison, evaluation.stats.correlation, "
-        "evaluation.stats.methods, evaluation.stats.benchmark; "
+        "import sys, evaluation.lib.stats.agreement, evaluation.lib.stats.arena, "
+        "evaluation.lib.stats.bootstrap, evaluation.lib.stats.comparison, "
+        "evaluation.lib.stats.correlation, "
+        "evaluation.lib.stats.methods, evaluation.lib.stats.benchmark; "
         "sys.exit(any(name.split('.')[0] == 'django' for name in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

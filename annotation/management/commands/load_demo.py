@@ -1,0 +1,87 @@
+"""Load the demo: the generated tourism benchmark, its reference baselines evaluated, one
+account per role and the demo annotation study (idempotent)."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.services import demo_study_create
+from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
+from evaluation.models import Benchmark
+from evaluation.services.reference_baselines import baselines_ensure
+
+DEMO_SLUG = "demo-tourism"
+DEMO_PASSWORD = "concord-demo"
+DEMO_ACCOUNTS = (
+    # username, groups, is_staff
+    ("staff", (), True),
+    ("author", (STUDY_AUTHOR,), False),
+    ("researcher", (RESEARCHER,), False),
+    ("annotator", (ANNOTATOR,), False),
+    ("annotator2", (ANNOTATOR,), False),
+)
+
+
+class Command(BaseCommand):
+    help = "Load the demo: generated tourism benchmark and one account per role (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--seed", type=int, default=42)
+
+    def handle(self, seed, **options):
+        if settings.PRODUCTION:
+            raise CommandError("load_demo creates accounts with a known password; "
+                               "it refuses to run when DJANGO_ENV=production")
+        if not Benchmark.objects.filter(slug=DEMO_SLUG).exists():
+            bundle_dir = Path(settings.VAR_DIR) / "demo" / f"bundle-seed{seed}"
+            call_command("make_demo_benchmark", str(bundle_dir), seed=seed, stdout=self.stdout)
+            call_command("import_benchmark", str(bundle_dir), stdout=self.stdout)
+        else:
+            self.stdout.write(f"Benchmark {DEMO_SLUG} already loaded.")
+        accounts = self._accounts()
+        self._baselines()
+        self._study()
+        # Last, so that `make run` leaves the logins on screen above the server's output.
+        self.stdout.write(accounts)
+
+    def _accounts(self) -> str:
+        User = get_user_model()
+        lines = []
+        for username, groups, is_staff in DEMO_ACCOUNTS:
+            user, created = User.objects.get_or_create(username=username)
+            if created:
+                user.set_password(DEMO_PASSWORD)
+            user.is_staff = user.is_superuser = is_staff
+            user.save()
+            user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in groups])
+            role = "staff (admin)" if is_staff else ", ".join(groups)
+            lines.append(f"  {username:<12} {DEMO_PASSWORD:<14} {role}")
+        return "Demo accounts (username, password, role):\n" + "\n".join(lines)
+
+    def _baselines(self):
+        """Every reference baseline answers the demo and is evaluated by the non-LLM Trace suite
+        (in this process; skipped for baselines that already have a finished run)."""
+        benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
+        for name, run, created in baselines_ensure(benchmark=benchmark):
+            if run is None:
+                self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
+                continue
+            summary = {row.metric: row.value for row in run.summaries.filter(
+                metric__in=["recall@1", "mrr", "gs", "cgs"])}
+            state = "evaluated" if created else "already evaluated"
+            figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
+                                ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
+            self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+
+    def _study(self):
+        User = get_user_model()
+        study = demo_study_create(
+            benchmark=Benchmark.objects.get(slug=DEMO_SLUG),
+            author=User.objects.get(username="author"),
+            annotators=User.objects.filter(username__in=["annotator", "annotator2"]))
+        self.stdout.write(f"Demo study: /studies/{study.slug}/ ({study.items.count()} items; "
+                          "annotators: annotator, annotator2)")

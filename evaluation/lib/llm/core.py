@@ -1,0 +1,807 @@
+"""CoRE: LLM-as-evaluator on twelve factors, multi-agent debate, and mixture of evaluators.
+
+Seeds 000 and 003 (Chen et al., "Evaluating Conversational Recommender Systems with Large
+Language Models: A User-Centric Evaluation Framework"):
+
+- §4.1 and Appendix D: each of the twelve factors is scored 0–4 by an LLM given the factor's
+  definition, scoring standard (a counting rule) and steps; the judge reasons first and ends with
+  ``<rating>n</rating>``. Our prompt wording lives in ``core_rubrics``.
+- §4.2 and Appendix H: four roles debate a 0–100 "how likely would you use this system" score;
+  the debate stops when all agree or after four rounds (§6.5), final = mean of the last scores.
+- Appendix F (Table 22): per-factor agreement (QWK) of judge models with humans, which Concord
+  uses to pick, per factor, the best-aligned judge model ("mixture of evaluators").
+- §6.3: the baselines reported beside CoRE, Recall@{1,5,10} on the session list and the
+  iEvaLM persuasiveness score (Wang et al., EMNLP 2023).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sklearn.metrics import cohen_kappa_score
+
+from evaluation.lib.llm.conversation import ConversationLog, as_log, item_label, render_log
+from evaluation.lib.llm.core_rubrics import (
+    DEBATE_ROLES,
+    FACTOR_GUIDELINES,
+    FACTOR_KEYS,
+    GUIDELINE_BY_KEY,
+    DebateRole,
+)
+from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
+from evaluation.lib.llm.judging import (
+    DEFAULT_MAX_REASKS,
+    Parsed,
+    Rating,
+    ask_until_parsed,
+    extract_json_object,
+)
+from evaluation.lib.llm.judging import parse_rating as _parse_rating
+
+FACTOR_SCORE_RANGE = (0, 4)
+DEBATE_SCORE_RANGE = (0, 100)
+
+__all__ = [
+    "DEBATE_ROLES",
+    "DebateResult",
+    "DebateRound",
+    "DebateSettings",
+    "DebateTurn",
+    "FACTOR_GUIDELINES",
+    "FACTOR_KEYS",
+    "FactorResult",
+    "JudgeChoice",
+    "agreement_curve",
+    "build_debate_messages",
+    "build_factor_messages",
+    "choose_judge_per_factor",
+    "configs_for_choices",
+    "parse_debate_reply",
+    "parse_factor_rating",
+    "parse_persuasiveness",
+    "persuasiveness_messages",
+    "quadratic_weighted_kappa",
+    "qwk_by_factor",
+    "recall_at_k",
+    "run_debate",
+    "score_factors",
+    "score_persuasiveness",
+    "session_recall",
+]
+
+# --------------------------------------------------------------------------------------------
+# Twelve-factor evaluation (§4.1)
+# --------------------------------------------------------------------------------------------
+
+_FACTOR_SYSTEM = (
+    "You are a careful evaluator of conversational recommender systems. You rate one quality "
+    "factor at a time, strictly following the guideline you are given."
+)
+
+_FACTOR_TASK = """\
+Judge one factor of a recommender system's behaviour: {name}.
+
+The conversation below has two consecutive parts. <history> is earlier context: read it so you \
+understand the situation, but do not rate it. <interaction> continues right after it. Rate only \
+the system's turns (<system>) inside <interaction>; never rate the user's turns or anything in \
+<history>.
+
+<guideline factor="{name}">
+<definition>
+{definition}
+</definition>
+<scoring_standard>
+{standard}
+</scoring_standard>
+<steps>
+{steps}
+</steps>
+</guideline>
+
+{log}
+
+Reason step by step following the guideline first. Then give the score as \
+<rating>N</rating>, where N is a whole number from 0 to 4."""
+
+_REASK = (
+    "Your answer could not be used: {problem}. Answer again: give your reasoning, then end "
+    "with exactly one tag <rating>N</rating> where N is a whole number from {low} to {high}."
+)
+
+
+@dataclass(frozen=True)
+class FactorResult:
+    factor: str
+    score: int | None  # None when the judge never gave a usable answer
+    rationale: str
+    failure: str | None
+    attempts: int
+    model: str
+    raw_answer: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def build_factor_messages(
+    log: ConversationLog | Mapping[str, Any],
+    factor: str,
+    *,
+    item_names: Mapping[str, str] | None = None,
+) -> list[dict[str, str]]:
+    """The chat messages that ask for one factor's 0–4 score; only that factor's guideline."""
+    guideline = GUIDELINE_BY_KEY[factor]
+    prompt = _FACTOR_TASK.format(
+        name=guideline.name,
+        definition=guideline.definition,
+        standard=_bullets(guideline.scoring_standard),
+        steps=_numbered(guideline.steps),
+        log=render_log(as_log(log), item_names=item_names),
+    )
+    return [{"role": "system", "content": _FACTOR_SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def parse_factor_rating(text: str) -> Parsed[Rating]:
+    return _parse_rating(text, low=FACTOR_SCORE_RANGE[0], high=FACTOR_SCORE_RANGE[1])
+
+
+def score_factors(
+    log: ConversationLog | Mapping[str, Any],
+    *,
+    gateway: LLMGateway,
+    config: ModelConfig | Mapping[str, ModelConfig],
+    factors: Sequence[str] = FACTOR_KEYS,
+    item_names: Mapping[str, str] | None = None,
+    max_reasks: int = DEFAULT_MAX_REASKS,
+    meter: UsageMeter | None = None,
+) -> dict[str, FactorResult]:
+    """Score each factor independently (one prompt per factor, run concurrently).
+
+    ``config`` is one model for all factors, or a mapping factor → model (mixture of evaluators,
+    see ``configs_for_choices``). A factor whose answers stay unusable after ``max_reasks``
+    re-asks gets ``score=None`` and a ``failure`` reason, never a default score.
+    """
+    log = as_log(log)
+    unknown = [f for f in factors if f not in GUIDELINE_BY_KEY]
+    if unknown:
+        raise ValueError(f"unknown CoRE factors: {unknown}")
+
+    def judge(factor: str) -> FactorResult:
+        factor_config = config[factor] if isinstance(config, Mapping) else config
+        outcome = ask_until_parsed(
+            gateway,
+            factor_config,
+            build_factor_messages(log, factor, item_names=item_names),
+            parse_factor_rating,
+            lambda problem: _REASK.format(problem=problem, low=0, high=4),
+            max_reasks=max_reasks,
+            meter=meter,
+        )
+        return FactorResult(
+            factor=factor,
+            score=outcome.value.score if outcome.value else None,
+            rationale=outcome.value.rationale if outcome.value else "",
+            failure=outcome.failure,
+            attempts=outcome.attempts,
+            model=factor_config.model,
+            raw_answer=outcome.raw_answers[-1] if outcome.raw_answers else "",
+        )
+
+    return dict(zip(factors, gateway.map(judge, list(factors)), strict=True))
+
+
+def _bullets(lines: Iterable[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def _numbered(lines: Iterable[str]) -> str:
+    return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, start=1))
+
+
+# --------------------------------------------------------------------------------------------
+# Multi-agent debate (§4.2, Appendix H)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DebateSettings:
+    """How the debate runs.
+
+    ``agreement_tolerance``: the roles agree when max(score) − min(score) ≤ tolerance. The seed
+    stops only when "all roles provide the same score", i.e. tolerance 0 (the default).
+
+    ``buffer``: what later rounds see of the discussion.
+    - ``"all_rounds"`` (default, as in the seed): every earlier round's four statements. The
+      prompt of round r holds r − 1 rounds, so its size grows linearly with r (the seed's Table 21
+      shows the same growth); each statement is cut to ``max_statement_chars``, which bounds
+      the growth per round by 4 × that cap.
+    - ``"latest_round"``: only the previous round's statements; constant prompt size.
+    """
+
+    max_rounds: int = 4
+    agreement_tolerance: float = 0.0
+    buffer: str = "all_rounds"
+    max_statement_chars: int = 1500
+    max_rationale_chars: int = 1500
+    domain: str = "films and books"
+    max_reasks: int = DEFAULT_MAX_REASKS
+
+    def __post_init__(self) -> None:
+        if self.buffer not in ("all_rounds", "latest_round"):
+            raise ValueError(f"unknown debate buffer mode {self.buffer!r}")
+        if self.max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+
+
+@dataclass(frozen=True)
+class DebateTurn:
+    round: int
+    role: str
+    score: float | None
+    statement: str
+    failure: str | None = None
+    # True when this round's answer was unusable and the role's previous score stands in for it
+    # (recorded, so the chart and the final score never hide a failed turn).
+    carried_over: bool = False
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class DebateRound:
+    round: int
+    turns: tuple[DebateTurn, ...]
+    agreed: bool
+    spread: float | None
+
+
+@dataclass(frozen=True)
+class DebateResult:
+    rounds: tuple[DebateRound, ...]
+    final_score: float | None
+    stopped: str  # "agreement", "max_rounds" or "failure"
+    failure: str | None = None
+    role_scores: Mapping[str, float] = field(default_factory=dict)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per (round, role): the data behind the "agreement over rounds" chart."""
+        return [
+            {
+                "round": turn.round,
+                "role": turn.role,
+                "score": turn.score,
+                "statement": turn.statement,
+                "failure": turn.failure,
+                "carried_over": turn.carried_over,
+            }
+            for debate_round in self.rounds
+            for turn in debate_round.turns
+        ]
+
+    @classmethod
+    def from_records(
+        cls,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        final_score: float | None = None,
+        stopped: str = "",
+        failure: str | None = None,
+        tolerance: float = 0.0,
+    ) -> DebateResult:
+        """A stored debate back from ``records()`` rows (any order), with each round's spread
+        and agreement recomputed from the roles' latest scores."""
+        by_round: dict[int, list[DebateTurn]] = {}
+        for row in records:
+            by_round.setdefault(int(row["round"]), []).append(
+                DebateTurn(
+                    int(row["round"]),
+                    str(row["role"]),
+                    row.get("score"),
+                    row.get("statement") or "",
+                    row.get("failure") or None,
+                    bool(row.get("carried_over")),
+                    int(row.get("attempts") or 1),
+                )
+            )
+        rounds, latest = [], {}
+        for number in sorted(by_round):
+            turns = tuple(by_round[number])
+            latest.update({t.role: float(t.score) for t in turns if t.score is not None})
+            complete = all(t.score is not None for t in turns) and latest
+            spread = max(latest.values()) - min(latest.values()) if complete else None
+            agreed = spread is not None and spread <= tolerance
+            rounds.append(DebateRound(number, turns, agreed=agreed, spread=spread))
+        return cls(tuple(rounds), final_score, stopped, failure, latest)
+
+
+_DEBATE_TASK = """\
+Several evaluators, you among them, have examined a conversational recommender system. The \
+evaluation report in <evaluation_result> gives each factor a score from 0 (worst) to 4 (best); \
+you answer for the factors marked as yours.
+
+Together you must settle on an overall score from 0 to 100 saying how likely you would be to use \
+this system: 0 means you would never use it in any situation, 100 means it would always be your \
+first choice. Weigh the factors as your background and expertise suggest, and explain how they \
+affect your willingness to use the system.
+
+The conversation is shown below. Its <history> part is earlier context only; the system is judged \
+on its <system> turns in the <interaction> part."""
+
+_ROUND_ONE = (
+    "This is the first round. Give your own overall score and a statement justifying it, from "
+    "your perspective."
+)
+
+_LATER_ROUND = (
+    "This is round {round}. Read your colleagues' statements in <discussion> critically. "
+    "Reconsider your score in the light of their arguments and your own priorities; you may keep "
+    "or change it. Where the scores differ a lot, argue for your view and try to persuade the "
+    "others, addressing them directly. Aim for a consensus, but do not give in without reason."
+)
+
+_DEBATE_FORMAT = """\
+Reply with a JSON object only, no other text:
+{{"evaluator": "{name}", "statement": "<your statement>", "score": <whole number from 0 to 100>}}"""
+
+_DEBATE_REASK = (
+    "Your reply could not be used: {problem}. Reply again with only a JSON object with the keys "
+    '"evaluator", "statement" (non-empty text) and "score" (a whole number from 0 to 100).'
+)
+
+
+def build_debate_messages(
+    log: ConversationLog | Mapping[str, Any],
+    factor_results: Mapping[str, FactorResult],
+    role: DebateRole,
+    *,
+    round_number: int,
+    discussion: Sequence[Sequence[DebateTurn]] = (),
+    settings: DebateSettings = DebateSettings(),
+    item_names: Mapping[str, str] | None = None,
+) -> list[dict[str, str]]:
+    """Messages for one role in one round. ``discussion`` = earlier rounds' turns, oldest first."""
+    sections = [
+        _DEBATE_TASK,
+        render_log(as_log(log), item_names=item_names),
+        _render_evaluation_result(factor_results, role, settings.max_rationale_chars),
+    ]
+    visible = _visible_discussion(discussion, settings)
+    if visible:
+        sections.append(_render_discussion(visible, settings.max_statement_chars))
+    sections.append(_ROUND_ONE if round_number == 1 else _LATER_ROUND.format(round=round_number))
+    sections.append(_DEBATE_FORMAT.format(name=role.name))
+    system = (
+        f"YOUR ROLE: {role.name}\n"
+        + role.description.format(domain=settings.domain)
+        + "\nYou take part in a discussion with colleagues to evaluate a conversational "
+        "recommender system."
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "\n\n".join(sections)},
+    ]
+
+
+def _visible_discussion(
+    discussion: Sequence[Sequence[DebateTurn]], settings: DebateSettings
+) -> list[Sequence[DebateTurn]]:
+    rounds = list(discussion)
+    return rounds[-1:] if settings.buffer == "latest_round" else rounds
+
+
+def _render_evaluation_result(
+    results: Mapping[str, FactorResult], role: DebateRole, max_chars: int
+) -> str:
+    # All twelve scores go to every role; rationales only for the role's own three factors, as in
+    # the seed ("scores and reasons relevant to their interests"), which also bounds the prompt.
+    entries = []
+    for guideline in FACTOR_GUIDELINES:
+        result = results.get(guideline.key)
+        entry: dict[str, Any] = {"factor": guideline.name, "yours": guideline.key in role.focus}
+        if result is None or result.score is None:
+            entry["score"] = None
+            entry["note"] = "not available: the evaluation of this factor failed"
+        else:
+            entry["score"] = result.score
+            if guideline.key in role.focus:
+                entry["reason"] = _clip(result.rationale, max_chars)
+        entries.append(entry)
+    body = "\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries)
+    return f"<evaluation_result>\n{body}\n</evaluation_result>"
+
+
+def _render_discussion(rounds: Sequence[Sequence[DebateTurn]], max_chars: int) -> str:
+    lines = ["<discussion>"]
+    for turns in rounds:
+        for turn in turns:
+            if turn.score is None:
+                continue
+            entry = {
+                "round": turn.round,
+                "evaluator": _ROLE_NAMES.get(turn.role, turn.role),
+                "statement": _clip(turn.statement, max_chars),
+                "score": _plain_number(turn.score),
+            }
+            lines.append(json.dumps(entry, ensure_ascii=False))
+    lines.append("</discussion>")
+    return "\n".join(lines)
+
+
+_ROLE_NAMES = {role.key: role.name for role in DEBATE_ROLES}
+
+
+def _clip(text: str, max_chars: int) -> str:
+    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
+
+
+def _plain_number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+@dataclass(frozen=True)
+class _Statement:
+    score: float
+    statement: str
+
+
+def parse_debate_reply(text: str) -> Parsed[_Statement]:
+    parsed = extract_json_object(text)
+    if not parsed.ok or parsed.value is None:
+        return Parsed(problem=parsed.problem)
+    data = parsed.value
+    statement = data.get("statement")
+    if not isinstance(statement, str) or not statement.strip():
+        return Parsed(problem='"statement" is missing or empty')
+    raw_score = data.get("score")
+    try:
+        score = float(str(raw_score).strip())
+    except ValueError:
+        return Parsed(problem=f'"score" {raw_score!r} is not a number')
+    low, high = DEBATE_SCORE_RANGE
+    if math.isnan(score) or not low <= score <= high:
+        return Parsed(problem=f'"score" {raw_score!r} is outside {low}–{high}')
+    return Parsed(_Statement(score=score, statement=statement.strip()))
+
+
+def run_debate(
+    log: ConversationLog | Mapping[str, Any],
+    factor_results: Mapping[str, FactorResult],
+    *,
+    gateway: LLMGateway,
+    config: ModelConfig,
+    settings: DebateSettings = DebateSettings(),
+    roles: Sequence[DebateRole] = DEBATE_ROLES,
+    item_names: Mapping[str, str] | None = None,
+    meter: UsageMeter | None = None,
+) -> DebateResult:
+    """Run the debate; every round is recorded.
+
+    Within a round the roles answer independently (concurrently) and see only earlier rounds,
+    as in the seed, where the buffer is appended once all roles have spoken. A role whose answer
+    stays unusable keeps its previous score (``carried_over``); if that happens in round 1 the
+    role has no score and the debate ends as a recorded failure.
+    """
+    log = as_log(log)
+    rounds: list[DebateRound] = []
+    latest: dict[str, float] = {}
+    for round_number in range(1, settings.max_rounds + 1):
+        speak = functools.partial(
+            _debate_turn,
+            log=log,
+            factor_results=factor_results,
+            round_number=round_number,
+            discussion=[r.turns for r in rounds],
+            previous_scores=dict(latest),
+            gateway=gateway,
+            config=config,
+            settings=settings,
+            item_names=item_names,
+            meter=meter,
+        )
+        turns = tuple(gateway.map(speak, list(roles)))
+        missing = [t.role for t in turns if t.score is None]
+        if missing:
+            rounds.append(DebateRound(round_number, turns, agreed=False, spread=None))
+            failure = f"round {round_number}: no usable score from {', '.join(missing)}"
+            return DebateResult(tuple(rounds), None, "failure", failure, dict(latest))
+        latest.update({t.role: float(t.score) for t in turns if t.score is not None})
+        spread = max(latest.values()) - min(latest.values())
+        agreed = spread <= settings.agreement_tolerance
+        rounds.append(DebateRound(round_number, turns, agreed=agreed, spread=spread))
+        if agreed:
+            break
+    final = statistics.fmean(latest[role.key] for role in roles)
+    stopped = "agreement" if rounds[-1].agreed else "max_rounds"
+    return DebateResult(tuple(rounds), final, stopped, None, dict(latest))
+
+
+def _debate_turn(
+    role: DebateRole,
+    *,
+    log: ConversationLog,
+    factor_results: Mapping[str, FactorResult],
+    round_number: int,
+    discussion: Sequence[Sequence[DebateTurn]],
+    previous_scores: Mapping[str, float],
+    gateway: LLMGateway,
+    config: ModelConfig,
+    settings: DebateSettings,
+    item_names: Mapping[str, str] | None,
+    meter: UsageMeter | None,
+) -> DebateTurn:
+    messages = build_debate_messages(
+        log,
+        factor_results,
+        role,
+        round_number=round_number,
+        discussion=discussion,
+        settings=settings,
+        item_names=item_names,
+    )
+    outcome = ask_until_parsed(
+        gateway,
+        config,
+        messages,
+        parse_debate_reply,
+        lambda problem: _DEBATE_REASK.format(problem=problem),
+        max_reasks=settings.max_reasks,
+        meter=meter,
+    )
+    if outcome.value is not None:
+        value = outcome.value
+        return DebateTurn(
+            round_number, role.key, value.score, value.statement, attempts=outcome.attempts
+        )
+    previous = previous_scores.get(role.key)
+    return DebateTurn(
+        round_number,
+        role.key,
+        previous,
+        "",
+        failure=outcome.failure,
+        carried_over=previous is not None,
+        attempts=outcome.attempts,
+    )
+
+
+def agreement_curve(
+    debates: Sequence[DebateResult], *, max_rounds: int = 4, tolerance: float = 0.0
+) -> list[dict[str, float]]:
+    """Share of debates in "all agree" and "major agree" (≥ 3 roles) state after each round.
+
+    A debate that stopped early keeps its last scores for the remaining rounds, which is how the
+    seed's Fig. 5 reads (consensus, once reached, ends the discussion).
+    """
+    curve = []
+    usable = [d for d in debates if d.rounds and d.failure is None]
+    for round_number in range(1, max_rounds + 1):
+        all_agree = major_agree = 0
+        for debate in usable:
+            scores = _scores_after_round(debate, round_number)
+            all_agree += max(scores) - min(scores) <= tolerance
+            major_agree += _largest_agreeing_group(scores, tolerance) >= 3
+        n = len(usable)
+        curve.append(
+            {
+                "round": round_number,
+                "all_agree": all_agree / n if n else math.nan,
+                "major_agree": major_agree / n if n else math.nan,
+                "debates": n,
+            }
+        )
+    return curve
+
+
+def _scores_after_round(debate: DebateResult, round_number: int) -> list[float]:
+    latest: dict[str, float] = {}
+    for debate_round in debate.rounds[:round_number]:
+        latest.update({t.role: t.score for t in debate_round.turns if t.score is not None})
+    return list(latest.values())
+
+
+def _largest_agreeing_group(scores: Sequence[float], tolerance: float) -> int:
+    if tolerance == 0:
+        return max(Counter(scores).values())
+    ordered = sorted(scores)
+    return max(
+        sum(1 for other in ordered if anchor <= other <= anchor + tolerance) for anchor in ordered
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Mixture of evaluators (Appendix F): per factor, the judge model that agrees best with humans
+# --------------------------------------------------------------------------------------------
+
+
+def quadratic_weighted_kappa(
+    human: Sequence[int | None], model: Sequence[int | None], *, labels: Sequence[int] = range(5)
+) -> float | None:
+    """QWK over the units both rated; None when undefined (fewer than 2 pairs, no variance)."""
+    if len(human) != len(model):
+        raise ValueError("human and model ratings must be aligned (same length)")
+    pairs = [(h, m) for h, m in zip(human, model, strict=True) if h is not None and m is not None]
+    if len(pairs) < 2:
+        return None
+    y_human, y_model = zip(*pairs, strict=True)
+    if len(set(y_human) | set(y_model)) < 2:
+        return None  # one label used by both: no expected disagreement, kappa is undefined
+    kappa = cohen_kappa_score(y_human, y_model, weights="quadratic", labels=list(labels))
+    return None if math.isnan(kappa) else float(kappa)
+
+
+def qwk_by_factor(
+    human: Mapping[str, Mapping[str, int | None]],
+    judges: Mapping[str, Mapping[str, Mapping[str, int | None]]],
+    *,
+    factors: Sequence[str] = FACTOR_KEYS,
+) -> dict[str, dict[str, float | None]]:
+    """QWK per factor and judge model. ``human[unit][factor]``, ``judges[model][unit][factor]``.
+
+    Human ratings are the (e.g. rounded mean) label per unit; units missing on either side are
+    skipped.
+    """
+    table: dict[str, dict[str, float | None]] = {}
+    for factor in factors:
+        table[factor] = {}
+        for model, ratings in judges.items():
+            units = [u for u in human if u in ratings]
+            table[factor][model] = quadratic_weighted_kappa(
+                [human[u].get(factor) for u in units], [ratings[u].get(factor) for u in units]
+            )
+    return table
+
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    factor: str
+    model: str | None
+    qwk: float | None
+    reason: str
+    tied_with: tuple[str, ...] = ()
+
+
+def choose_judge_per_factor(
+    qwk: Mapping[str, Mapping[str, float | None]],
+    *,
+    preference: Sequence[str] = (),
+    default_model: str | None = None,
+) -> dict[str, JudgeChoice]:
+    """For each factor, the model with the highest QWK.
+
+    Missing or NaN values are ignored. Ties go to the model listed first in ``preference``
+    (then alphabetical order) and are reported. A factor with no usable QWK gets
+    ``default_model`` (which may be None) and says so.
+    """
+    rank = {model: i for i, model in enumerate(preference)}
+    choices = {}
+    for factor, by_model in qwk.items():
+        usable = {m: v for m, v in by_model.items() if v is not None and not math.isnan(v)}
+        if not usable:
+            choices[factor] = JudgeChoice(factor, default_model, None, "no QWK available: default")
+            continue
+        best = max(usable.values())
+        tied = sorted(
+            (m for m, v in usable.items() if v == best), key=lambda m: (rank.get(m, len(rank)), m)
+        )
+        reason = "highest QWK" if len(tied) == 1 else "tie on highest QWK, broken by preference"
+        choices[factor] = JudgeChoice(factor, tied[0], best, reason, tuple(tied[1:]))
+    return choices
+
+
+def configs_for_choices(
+    choices: Mapping[str, JudgeChoice],
+    configs_by_model: Mapping[str, ModelConfig],
+    *,
+    fallback: ModelConfig,
+) -> dict[str, ModelConfig]:
+    """Per-factor ``ModelConfig`` for ``score_factors`` from the chosen judge names."""
+    configs = {}
+    for factor in FACTOR_KEYS:
+        choice = choices.get(factor)
+        model = choice.model if choice else None
+        configs[factor] = configs_by_model.get(model, fallback) if model else fallback
+    return configs
+
+
+# --------------------------------------------------------------------------------------------
+# Baselines reported beside CoRE (§6.3)
+# --------------------------------------------------------------------------------------------
+
+
+def recall_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float | None:
+    """Fraction of the relevant items found in the first k of ``ranked``; None if none known."""
+    relevant_set = set(relevant)
+    if not relevant_set:
+        return None
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    return len(relevant_set.intersection(ranked[:k])) / len(relevant_set)
+
+
+def session_recall(
+    log: ConversationLog | Mapping[str, Any], ks: Sequence[int] = (1, 5, 10)
+) -> dict[int, float | None]:
+    """Recall@k on the session list (the interaction's lists concatenated, repeats dropped)."""
+    log = as_log(log)
+    session = log.session_recommendations()
+    return {k: recall_at_k(session, log.ground_truth_item_ids, k) for k in ks}
+
+
+PERSUASIVENESS_RANGE = (0, 2)
+
+_PERSUASIVENESS_PROMPT = """\
+You are the user in the conversation below. What you were really looking for is: {targets}.
+
+Read the system's last recommendation and the explanation it gave for it:
+<system_turn>
+{turn}
+</system_turn>
+
+Decide how persuasive that explanation is for you, given what you were really looking for. An \
+explanation is persuasive when it is accurate about the recommended item and would lead you to \
+an item you actually want; an explanation that talks you into an item you do not want is not \
+persuasive.
+- 2: highly persuasive
+- 1: partially persuasive
+- 0: not persuasive (or no explanation)
+
+The conversation:
+{log}
+
+Give a short reason first, then the score as <rating>N</rating> with N in 0, 1 or 2."""
+
+
+def persuasiveness_messages(
+    log: ConversationLog | Mapping[str, Any], *, item_names: Mapping[str, str] | None = None
+) -> list[dict[str, str]]:
+    """iEvaLM persuasiveness (0–2): the user judges the system's final explanation."""
+    log = as_log(log)
+    system_turns = [t for t in log.interaction if t.role == "system"]
+    last = system_turns[-1].text if system_turns else "(the system said nothing)"
+    targets = ", ".join(item_label(i, item_names) for i in log.ground_truth_item_ids)
+    prompt = _PERSUASIVENESS_PROMPT.format(
+        targets=targets or "(unknown: use the wishes you expressed in the conversation)",
+        turn=last,
+        log=render_log(log, item_names=item_names, include_ground_truth=False),
+    )
+    return [{"role": "user", "content": prompt}]
+
+
+def parse_persuasiveness(text: str) -> Parsed[Rating]:
+    return _parse_rating(text, low=PERSUASIVENESS_RANGE[0], high=PERSUASIVENESS_RANGE[1])
+
+
+def score_persuasiveness(
+    log: ConversationLog | Mapping[str, Any],
+    *,
+    gateway: LLMGateway,
+    config: ModelConfig,
+    item_names: Mapping[str, str] | None = None,
+    max_reasks: int = DEFAULT_MAX_REASKS,
+    meter: UsageMeter | None = None,
+) -> FactorResult:
+    outcome = ask_until_parsed(
+        gateway,
+        config,
+        persuasiveness_messages(log, item_names=item_names),
+        parse_persuasiveness,
+        lambda problem: _REASK.format(problem=problem, low=0, high=2),
+        max_reasks=max_reasks,
+        meter=meter,
+    )
+    return FactorResult(
+        factor="persuasiveness",
+        score=outcome.value.score if outcome.value else None,
+        rationale=outcome.value.rationale if outcome.value else "",
+        failure=outcome.failure,
+        attempts=outcome.attempts,
+        model=config.model,
+        raw_answer=outcome.raw_answers[-1] if outcome.raw_answers else "",
+    )

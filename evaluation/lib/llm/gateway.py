@@ -1,0 +1,609 @@
+"""The one LLM gateway (architecture spec, "LLM and model access").
+
+Every LLM call Concord makes goes through ``LLMGateway.complete`` / ``complete_many``, built on
+``litellm.completion`` so any provider or OpenAI-compatible local server (vLLM, Ollama,
+``evaluation.lib.llm.local_server``) works with a model string and an ``api_base``.
+The gateway adds:
+
+- a persistent response cache keyed by sha256 of (model, messages, generation parameters), so a
+  re-run of an evaluation makes no HTTP call and returns identical answers (determinism);
+- bounded concurrency (a gateway-wide semaphore, shared by all threads using the gateway);
+- retries with exponential backoff and jitter on 429, 5xx and connection errors, honouring
+  ``Retry-After``; never on other 4xx, which would fail the same way again;
+- token and cost accounting per run (``UsageMeter``), where an unknown price stays unknown;
+- per-token logprobs when the provider returns them.
+
+Pure Python: no Django import. A Django-model-backed cache can implement ``ResponseCache``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# litellm fetches its price map from GitHub at import time unless told to use the bundled copy;
+# Concord must run offline, so this must happen before the import below.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import random  # noqa: E402
+import sqlite3  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator, Mapping, Sequence  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Protocol  # noqa: E402
+
+import litellm  # noqa: E402
+import openai  # noqa: E402
+
+litellm.suppress_debug_info = True  # it prints "Give Feedback" banners to stdout on every error
+litellm.telemetry = False
+
+logger = logging.getLogger(__name__)
+
+CACHE_FORMAT_VERSION = 1
+Messages = Sequence[Mapping[str, Any]]
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration and results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which model to call and how. ``stable_hash`` identifies what shapes the answer.
+
+    ``api_base``, the key and ``timeout`` say where and how to reach the model, not what it
+    answers, so they are left out of the hash and of the cache key: the same model behind a
+    different host shares its cache. Give distinct model names to distinct weights.
+    """
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    timeout: float = 120.0
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def generation_parameters(self) -> dict[str, Any]:
+        """The parameters sent to the model that can change its answer (part of the cache key)."""
+        params: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        if self.logprobs:
+            params["logprobs"] = True
+            if self.top_logprobs is not None:
+                params["top_logprobs"] = self.top_logprobs
+        for key, value in sorted(self.extra.items()):
+            params[key] = value
+        return params
+
+    def stable_hash(self) -> str:
+        payload = {"model": self.model, "parameters": self.generation_parameters()}
+        return hashlib.sha256(_canonical_json(payload).encode("utf-8")).hexdigest()
+
+    def resolved_api_key(self) -> str | None:
+        if self.api_key is not None:
+            return self.api_key
+        if self.api_key_env:
+            value = os.environ.get(self.api_key_env)
+            if not value:
+                raise LLMConfigurationError(f"environment variable {self.api_key_env} is not set")
+            return value
+        return None
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token with its logprob and the provider's top alternatives (incl. itself)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None = unknown (no price for this model); never 0 when unknown
+    logprobs: tuple[TokenLogprob, ...] | None
+    cached: bool
+    model: str
+    cache_key: str = ""
+
+
+class LLMConfigurationError(ValueError):
+    pass
+
+
+class LLMCallError(RuntimeError):
+    """A call that failed for good: a non-retryable error, or retries exhausted."""
+
+    def __init__(self, message: str, *, status_code: int | None, attempts: int, retryable: bool):
+        super().__init__(message)
+        self.status_code = status_code
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+# --------------------------------------------------------------------------------------------
+# Cache
+# --------------------------------------------------------------------------------------------
+
+
+class ResponseCache(Protocol):
+    """Storage for successful answers. Values are JSON-serialisable dicts."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def set(self, key: str, value: dict[str, Any]) -> None: ...
+
+
+class InMemoryResponseCache:
+    def __init__(self) -> None:
+        self._data: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            raw = self._data.get(key)
+        # Stored as JSON so callers can never mutate a cached answer in place.
+        return None if raw is None else json.loads(raw)
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._data[key] = json.dumps(value)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+
+class SQLiteResponseCache:
+    """A file cache on the standard library's sqlite3; safe across threads and processes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as connection:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS llm_response ("
+                " key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)"
+            )
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # One short-lived connection per operation: sqlite3 connections are not shareable across
+        # threads by default, and WAL mode lets readers and a writer proceed concurrently.
+        connection = sqlite3.connect(self.path, timeout=30.0)
+        try:
+            with connection:  # commit on success, roll back on error
+                yield connection
+        finally:
+            connection.close()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT value FROM llm_response WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        with self._connect() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO llm_response (key, value, created_at) VALUES (?, ?, ?)",
+                (key, json.dumps(value), time.time()),
+            )
+
+    def __len__(self) -> int:
+        with self._connect() as connection:
+            return connection.execute("SELECT COUNT(*) FROM llm_response").fetchone()[0]
+
+
+def cache_key(config: ModelConfig, messages: Messages) -> str:
+    """sha256 over (model, messages, generation parameters) in canonical JSON."""
+    payload = {
+        "v": CACHE_FORMAT_VERSION,
+        "model": config.model,
+        "messages": normalize_messages(messages),
+        "parameters": config.generation_parameters(),
+    }
+    return hashlib.sha256(_canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def normalize_messages(messages: Messages) -> list[dict[str, Any]]:
+    if not messages:
+        raise LLMConfigurationError("messages must not be empty")
+    normalized = []
+    for message in messages:
+        if "role" not in message or "content" not in message:
+            raise LLMConfigurationError(f"a message needs role and content: {message!r}")
+        normalized.append({key: message[key] for key in sorted(message)})
+    return normalized
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------------------------
+# Usage accounting
+# --------------------------------------------------------------------------------------------
+
+
+class UsageMeter:
+    """Tokens and cost of one run. Cached answers are counted apart: they cost nothing now."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.cached_calls = 0
+        self.failed_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cached_prompt_tokens = 0
+        self.cached_completion_tokens = 0
+        self.known_cost_usd = 0.0
+        self.calls_with_unknown_cost = 0
+
+    def record(self, result: LLMResult) -> None:
+        with self._lock:
+            if result.cached:
+                self.cached_calls += 1
+                self.cached_prompt_tokens += result.prompt_tokens
+                self.cached_completion_tokens += result.completion_tokens
+                return
+            self.calls += 1
+            self.prompt_tokens += result.prompt_tokens
+            self.completion_tokens += result.completion_tokens
+            if result.cost_usd is None:
+                self.calls_with_unknown_cost += 1
+            else:
+                self.known_cost_usd += result.cost_usd
+
+    def record_failure(self) -> None:
+        with self._lock:
+            self.failed_calls += 1
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The run's cost, or None if any paid call had no known price (see ``known_cost_usd``)."""
+        return None if self.calls_with_unknown_cost else self.known_cost_usd
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "calls": self.calls,
+                "cached_calls": self.cached_calls,
+                "failed_calls": self.failed_calls,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+                "cached_prompt_tokens": self.cached_prompt_tokens,
+                "cached_completion_tokens": self.cached_completion_tokens,
+                "cost_usd": None if self.calls_with_unknown_cost else self.known_cost_usd,
+                "cost_known_part_usd": self.known_cost_usd,
+                "calls_with_unknown_cost": self.calls_with_unknown_cost,
+            }
+
+
+# --------------------------------------------------------------------------------------------
+# The gateway
+# --------------------------------------------------------------------------------------------
+
+
+class LLMGateway:
+    def __init__(
+        self,
+        cache: ResponseCache | None = None,
+        *,
+        max_concurrency: int = 4,
+        max_retries: int = 4,
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        jitter: float = 0.25,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        completion_fn: Callable[..., Any] | None = None,
+    ) -> None:
+        if max_concurrency < 1:
+            raise LLMConfigurationError("max_concurrency must be at least 1")
+        self.cache: ResponseCache = cache if cache is not None else InMemoryResponseCache()
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.jitter = jitter
+        self.sleep = sleep
+        self.rng = rng if rng is not None else random.Random()
+        self.usage = UsageMeter()  # everything this gateway did, across runs
+        self._completion_fn = completion_fn or litellm.completion
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._in_flight = _InFlightLocks()
+        self._rng_lock = threading.Lock()
+
+    # -- public API ------------------------------------------------------------------------
+    def complete(
+        self, config: ModelConfig, messages: Messages, *, meter: UsageMeter | None = None
+    ) -> LLMResult:
+        """One chat completion, from the cache when possible. Raises ``LLMCallError``."""
+        key = cache_key(config, messages)
+        # Identical concurrent requests wait for the first one instead of paying twice.
+        with self._in_flight.holding(key):
+            stored = self.cache.get(key)
+            if stored is not None:
+                result = _result_from_cache(stored, key)
+            else:
+                try:
+                    result = self._call_with_retries(config, messages, key)
+                except LLMCallError:
+                    self._record_failure(meter)
+                    raise
+                self.cache.set(key, _result_to_cache(result))
+        self._record(result, meter)
+        return result
+
+    def complete_many(
+        self,
+        config: ModelConfig,
+        batch: Sequence[Messages],
+        *,
+        meter: UsageMeter | None = None,
+        return_exceptions: bool = False,
+    ) -> list[LLMResult | LLMCallError]:
+        """Complete each message list (in input order), at most ``max_concurrency`` at a time.
+
+        With ``return_exceptions`` a failed item yields its ``LLMCallError`` in place; otherwise
+        the first failure (in input order) is raised after every item has finished, so the
+        successful answers are already cached.
+        """
+        outcomes = self.map(
+            lambda messages: self._complete_or_error(config, messages, meter), batch
+        )
+        if not return_exceptions:
+            for outcome in outcomes:
+                if isinstance(outcome, LLMCallError):
+                    raise outcome
+        return outcomes
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """Run ``fn`` over items on worker threads, keeping input order.
+
+        Evaluators use it for multi-step work per item (ask, then re-ask); the HTTP concurrency
+        stays bounded by the gateway's semaphore whatever the number of workers.
+        """
+        items = list(items)
+        if len(items) <= 1:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+    # -- internals -------------------------------------------------------------------------
+    def _complete_or_error(
+        self, config: ModelConfig, messages: Messages, meter: UsageMeter | None
+    ) -> LLMResult | LLMCallError:
+        try:
+            return self.complete(config, messages, meter=meter)
+        except LLMCallError as error:
+            return error
+
+    def _record(self, result: LLMResult, meter: UsageMeter | None) -> None:
+        self.usage.record(result)
+        if meter is not None and meter is not self.usage:
+            meter.record(result)
+
+    def _record_failure(self, meter: UsageMeter | None) -> None:
+        self.usage.record_failure()
+        if meter is not None and meter is not self.usage:
+            meter.record_failure()
+
+    def _call_with_retries(self, config: ModelConfig, messages: Messages, key: str) -> LLMResult:
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                with self._slots:
+                    response = self._completion_fn(**self._request_kwargs(config, messages))
+                return _result_from_response(response, config, key)
+            except (openai.OpenAIError, LLMConfigurationError) as error:
+                # litellm maps every provider failure onto the openai exception hierarchy; any
+                # other exception is a bug and propagates unchanged.
+                status, retryable, retry_after = classify_error(error)
+                if not retryable or attempts > self.max_retries:
+                    raise LLMCallError(
+                        f"{config.model}: {type(error).__name__}: {error}",
+                        status_code=status,
+                        attempts=attempts,
+                        retryable=retryable,
+                    ) from error
+                delay = self._backoff_delay(attempts, retry_after)
+                logger.warning(
+                    "LLM call to %s failed (%s, status %s); retry %d of %d in %.1f s",
+                    config.model, type(error).__name__, status, attempts, self.max_retries, delay,
+                )  # fmt: skip
+                self.sleep(delay)
+
+    def _backoff_delay(self, attempt: int, retry_after: float | None) -> float:
+        with self._rng_lock:
+            spread = self.rng.random()
+        # Jitter spreads synchronised workers apart so they do not hit the limit together again.
+        delay = self.backoff_base * (2 ** (attempt - 1)) * (1.0 + self.jitter * spread)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        # Capped so that a provider asking for an hour (a spent daily quota) fails the call in
+        # bounded time instead of stalling the whole run.
+        return min(delay, self.backoff_max)
+
+    @staticmethod
+    def _request_kwargs(config: ModelConfig, messages: Messages) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": config.model,
+            "messages": normalize_messages(messages),
+            "timeout": config.timeout,
+            # The gateway owns retries; the openai SDK would otherwise retry (and sleep) itself.
+            "max_retries": 0,
+            **config.generation_parameters(),
+        }
+        if config.api_base:
+            kwargs["api_base"] = config.api_base
+        api_key = config.resolved_api_key()
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        return kwargs
+
+
+class _InFlightLocks:
+    """One lock per cache key while some thread works on it; dropped when nobody holds it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, list[Any]] = {}  # key -> [lock, number of interested threads]
+
+    @contextmanager
+    def holding(self, key: str) -> Iterator[None]:
+        with self._guard:
+            entry = self._locks.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._locks[key]
+
+
+# --------------------------------------------------------------------------------------------
+# Response parsing and error classification
+# --------------------------------------------------------------------------------------------
+
+
+def classify_error(error: BaseException) -> tuple[int | None, bool, float | None]:
+    """(HTTP status, whether retrying can help, Retry-After seconds if the server sent one)."""
+    if isinstance(error, LLMConfigurationError):
+        return None, False, None
+    if isinstance(error, litellm.Timeout | litellm.APIConnectionError):
+        return getattr(error, "status_code", None), True, None
+    status = getattr(error, "status_code", None)
+    if not isinstance(status, int):
+        return None, False, None
+    retryable = status == 429 or status >= 500
+    return status, retryable, _retry_after_seconds(error) if retryable else None
+
+
+def _retry_after_seconds(error: BaseException) -> float | None:
+    for headers in (
+        getattr(error, "litellm_response_headers", None),
+        getattr(getattr(error, "response", None), "headers", None),
+    ):
+        if headers is None:
+            continue
+        value = headers.get("retry-after") if hasattr(headers, "get") else None
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return None  # an HTTP date; the exponential backoff is good enough
+    return None
+
+
+def _result_from_response(response: Any, config: ModelConfig, key: str) -> LLMResult:
+    choice = response.choices[0]
+    usage = getattr(response, "usage", None)
+    return LLMResult(
+        text=choice.message.content or "",
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=_cost_or_unknown(response),
+        logprobs=parse_logprobs(getattr(choice, "logprobs", None)),
+        cached=False,
+        model=config.model,
+        cache_key=key,
+    )
+
+
+def _cost_or_unknown(response: Any) -> float | None:
+    # Only litellm's price map knows prices; a model it cannot price has an *unknown* cost, which
+    # must not be summed as 0 (that would under-report a run's spend).
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:  # noqa: BLE001 - any failure to price means "unknown"
+        return None
+    return float(cost) if cost is not None else None
+
+
+def parse_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
+    """Read OpenAI-format ``choices[0].logprobs`` (object or dict) into ``TokenLogprob``s."""
+    if raw is None:
+        return None
+    content = _field(raw, "content")
+    if content is None:
+        return None
+    tokens = []
+    for item in content:
+        top = tuple(
+            (str(_field(alt, "token")), float(_field(alt, "logprob")))
+            for alt in (_field(item, "top_logprobs") or [])
+        )
+        tokens.append(TokenLogprob(str(_field(item, "token")), float(_field(item, "logprob")), top))
+    return tuple(tokens)
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def _result_to_cache(result: LLMResult) -> dict[str, Any]:
+    logprobs = None
+    if result.logprobs is not None:
+        logprobs = [
+            {"token": t.token, "logprob": t.logprob, "top": [list(pair) for pair in t.top]}
+            for t in result.logprobs
+        ]
+    return {
+        "text": result.text,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "cost_usd": result.cost_usd,
+        "logprobs": logprobs,
+        "model": result.model,
+    }
+
+
+def _result_from_cache(stored: Mapping[str, Any], key: str) -> LLMResult:
+    logprobs = None
+    if stored.get("logprobs") is not None:
+        logprobs = tuple(
+            TokenLogprob(t["token"], float(t["logprob"]), tuple((a, float(b)) for a, b in t["top"]))
+            for t in stored["logprobs"]
+        )
+    return LLMResult(
+        text=stored["text"],
+        prompt_tokens=int(stored["prompt_tokens"]),
+        completion_tokens=int(stored["completion_tokens"]),
+        cost_usd=stored.get("cost_usd"),
+        logprobs=logprobs,
+        cached=True,
+        model=stored.get("model", ""),
+        cache_key=key,
+    )

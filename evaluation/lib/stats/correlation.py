@@ -1,0 +1,482 @@
+"""Metric–human correlation, i.e. evaluating the evaluators (spec: statistics.md "Metric–human
+correlation (meta-evaluation)"; metrics.md §F; FACE §5 Tables 1–2 and Figure 4; CoRE §7.1.1–7.1.4;
+Trace appendix K.3).
+
+Scores are mappings unit id → number; two mappings are joined on the ids they share, dropping
+missing values. Correlations report their p-value (scipy) and n; a correlation is undefined, with
+the reason, when fewer than three units are shared or either side is constant.
+
+- ``correlate``: Pearson r, Spearman ρ and Kendall τ_b of two score mappings.
+- ``item_level_correlations``: per aspect, pooled over aspects, optionally per subset.
+- ``system_level_correlation``: mean per system on both sides, then correlate the systems.
+- ``quadratic_weighted_kappa``: QWK between same-scale ratings (CoRE's judge selection).
+- ``inter_factor_kendall`` / ``coupling_by_rater``: CoRE's factor-coupling matrices.
+- ``sample_efficiency_curve``: system-ranking correlation vs dialogues per system (FACE Fig. 4).
+- ``correlation_with_ci`` / ``rank_evaluators``: bootstrap CIs and a tie-aware metric leaderboard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from evaluation.lib.stats.agreement import cohen_kappa
+from evaluation.lib.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    percentile_bootstrap,
+    percentile_interval,
+    significantly_better_matrix,
+    tie_aware_ranks,
+)
+from evaluation.lib.stats.results import Correlation, Estimate, RankedSystem, finite_or_none
+
+METHODS = ("pearson", "spearman", "kendall")
+MIN_UNITS = 3
+POOLED = "pooled"
+ALL_UNITS = "all"
+
+Scores = Mapping[Hashable, float | None]
+
+
+def join_on_units(x: Scores, y: Scores) -> tuple[list, np.ndarray, np.ndarray]:
+    """The ids both mappings score (finite values only), in ``x``'s order, and both value arrays."""
+    keys, xs, ys = [], [], []
+    for key, value in x.items():
+        first, second = finite_or_none(value), finite_or_none(y.get(key))
+        if first is not None and second is not None:
+            keys.append(key)
+            xs.append(first)
+            ys.append(second)
+    return keys, np.array(xs, dtype=float), np.array(ys, dtype=float)
+
+
+def unit_means(ratings_by_unit: Mapping[Hashable, Sequence[float | None]]) -> dict:
+    """The human aggregate per unit: mean of its annotators' (non-missing) ratings."""
+    means = {}
+    for unit, ratings in ratings_by_unit.items():
+        values = [v for v in (finite_or_none(r) for r in ratings) if v is not None]
+        if values:
+            means[unit] = float(np.mean(values))
+    return means
+
+
+def _undefined_reason(x: np.ndarray, y: np.ndarray) -> str | None:
+    if len(x) < MIN_UNITS:
+        return f"fewer than {MIN_UNITS} shared units"
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return "one side gives every unit the same score (no variance)"
+    return None
+
+
+def correlation_from_arrays(x: np.ndarray, y: np.ndarray, method: str) -> Correlation:
+    """One coefficient with its two-sided p-value; ``kendall`` is τ_b."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
+    reason = _undefined_reason(x, y)
+    if reason is not None:
+        return Correlation(None, None, len(x), method, undefined_reason=reason)
+    if method == "pearson":
+        result = stats.pearsonr(x, y)
+    elif method == "spearman":
+        result = stats.spearmanr(x, y)
+    else:
+        result = stats.kendalltau(x, y, variant="b")
+    return Correlation(result.statistic, result.pvalue, len(x), method)
+
+
+def correlate(x: Scores, y: Scores, *, methods: Sequence[str] = METHODS) -> dict[str, Correlation]:
+    """Pearson, Spearman and Kendall τ_b between two unit → score mappings on shared units."""
+    _, xs, ys = join_on_units(x, y)
+    return {method: correlation_from_arrays(xs, ys, method) for method in methods}
+
+
+# --- item level ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CorrelationRow:
+    """The correlations of one (aspect, subset) cell; aspect "pooled" joins all aspects."""
+
+    aspect: str
+    subset: Hashable
+    correlations: dict[str, Correlation] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "aspect": self.aspect,
+            "subset": self.subset,
+            "correlations": {name: c.to_dict() for name, c in self.correlations.items()},
+        }
+
+
+def item_level_correlations(
+    metric: Mapping[str, Scores],
+    human: Mapping[str, Scores],
+    *,
+    subsets: Mapping[Hashable, Hashable] | None = None,
+    methods: Sequence[str] = METHODS,
+) -> list[CorrelationRow]:
+    """Correlation per aspect, and pooled over aspects, for all units and per subset.
+
+    ``metric[aspect][unit]`` and ``human[aspect][unit]`` (the human side is usually the mean of
+    annotators); ``subsets`` maps unit → group (e.g. "ReDial" / "OpenDialKG"). Pooled joins
+    (aspect, unit) pairs of every aspect both sides have.
+    """
+    aspects = [aspect for aspect in metric if aspect in human]
+    groups: list[Hashable] = [ALL_UNITS]
+    if subsets is not None:
+        groups += sorted(set(subsets.values()), key=str)
+    rows = []
+    for group in groups:
+        pooled_x: list[float] = []
+        pooled_y: list[float] = []
+        for aspect in aspects:
+            keys, xs, ys = join_on_units(metric[aspect], human[aspect])
+            if group != ALL_UNITS:
+                keep = np.array([subsets.get(key) == group for key in keys], dtype=bool)
+                xs, ys = xs[keep] if len(xs) else xs, ys[keep] if len(ys) else ys
+            pooled_x += xs.tolist()
+            pooled_y += ys.tolist()
+            rows.append(CorrelationRow(aspect, group, _all_methods(xs, ys, methods)))
+        if len(aspects) > 1:
+            pooled = _all_methods(np.array(pooled_x), np.array(pooled_y), methods)
+            rows.append(CorrelationRow(POOLED, group, pooled))
+    return rows
+
+
+def _all_methods(xs, ys, methods) -> dict[str, Correlation]:
+    return {method: correlation_from_arrays(xs, ys, method) for method in methods}
+
+
+# --- system level ---------------------------------------------------------------------------
+
+
+def system_means(scores: Scores, systems: Mapping[Hashable, Hashable], units=None) -> dict:
+    """Mean score per system over ``units`` (default: every scored unit)."""
+    totals: dict[Hashable, list[float]] = {}
+    for unit in scores if units is None else units:
+        value = finite_or_none(scores.get(unit))
+        if value is not None:
+            totals.setdefault(systems[unit], []).append(value)
+    return {system: float(np.mean(values)) for system, values in totals.items()}
+
+
+def system_level_correlation(
+    metric: Scores,
+    human: Scores,
+    systems: Mapping[Hashable, Hashable],
+    *,
+    methods: Sequence[str] = ("spearman", "kendall"),
+) -> dict[str, Correlation]:
+    """Correlation of system means (FACE Table 2, CoRE Fig. 8): n is the number of systems.
+
+    Both means use only the units both sides scored, so neither side averages over units the
+    other never saw.
+    """
+    shared, _, _ = join_on_units(metric, human)
+    metric_means = system_means(metric, systems, shared)
+    human_means = system_means(human, systems, shared)
+    results = correlate(metric_means, human_means, methods=methods)
+    return {
+        name: Correlation(
+            c.statistic,
+            c.p_value,
+            c.n,
+            c.method,
+            undefined_reason=c.undefined_reason,
+            params={"level": "system", "units": len(shared)},
+        )
+        for name, c in results.items()
+    }
+
+
+# --- QWK ------------------------------------------------------------------------------------
+
+
+def quadratic_weighted_kappa(
+    rater_a: Sequence | Mapping, rater_b: Sequence | Mapping, *, labels: Sequence | None = None
+) -> Estimate:
+    """Cohen's kappa with quadratic weights (scikit-learn) between two raters on one scale."""
+    return cohen_kappa(rater_a, rater_b, weights="quadratic", labels=labels)
+
+
+# --- inter-factor coupling (CoRE §7.1.1) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FactorMatrix:
+    """Kendall τ_b between every pair of factors of one rater type, for a heatmap."""
+
+    factors: list[str]
+    values: list[list[float | None]]
+    n: list[list[int]]
+    mean_abs_off_diagonal: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "factors": list(self.factors),
+            "values": [list(row) for row in self.values],
+            "n": [list(row) for row in self.n],
+            "mean_abs_off_diagonal": self.mean_abs_off_diagonal,
+        }
+
+
+def inter_factor_kendall(scores: Mapping[str, Scores]) -> FactorMatrix:
+    """τ_b of factor pairs over the units both factors scored; the diagonal is 1 when defined."""
+    factors = list(scores)
+    size = len(factors)
+    values: list[list[float | None]] = [[None] * size for _ in range(size)]
+    counts = [[0] * size for _ in range(size)]
+    off_diagonal = []
+    for i in range(size):
+        for j in range(i, size):
+            _, xs, ys = join_on_units(scores[factors[i]], scores[factors[j]])
+            result = correlation_from_arrays(xs, ys, "kendall")
+            values[i][j] = values[j][i] = result.statistic
+            counts[i][j] = counts[j][i] = result.n
+            if i != j and result.statistic is not None:
+                off_diagonal.append(abs(result.statistic))
+    mean = float(np.mean(off_diagonal)) if off_diagonal else None
+    return FactorMatrix(factors, values, counts, mean)
+
+
+def coupling_by_rater(
+    scores_by_rater: Mapping[str, Mapping[str, Scores]],
+) -> dict[str, FactorMatrix]:
+    """``inter_factor_kendall`` for each rater type (humans, each LLM judge)."""
+    return {rater: inter_factor_kendall(scores) for rater, scores in scores_by_rater.items()}
+
+
+# --- sample efficiency (FACE Figure 4) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """Mean system-ranking correlation when each system is scored on ``dialogues_per_system``."""
+
+    dialogues_per_system: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    valid_repeats: int
+    n_repeats: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def sample_efficiency_curve(
+    metric: Scores,
+    human: Scores,
+    systems: Mapping[Hashable, Hashable],
+    *,
+    sizes: Sequence[int] = (1, 2, 3, 5, 10, 20),
+    method: str = "spearman",
+    n_repeats: int = 200,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[CurvePoint]:
+    """System-ranking correlation as a function of dialogues per system.
+
+    Units are dialogues. The reference ranking is the human mean per system over all human-rated
+    dialogues; for each size k and repeat, k dialogues per system are drawn without replacement
+    (all of them if a system has fewer) and the metric's system means on that draw are correlated
+    with the reference. The point is the mean over repeats, with a percentile interval.
+    """
+    reference = system_means(human, systems)
+    by_system: dict[Hashable, list[float]] = {}
+    for unit, value in metric.items():
+        value = finite_or_none(value)
+        if value is not None and systems.get(unit) in reference:
+            by_system.setdefault(systems[unit], []).append(value)
+    names = sorted(by_system, key=str)
+    pools = [np.array(by_system[name]) for name in names]
+    target = np.array([reference[name] for name in names])
+    rng = np.random.default_rng(seed)
+    points = []
+    for size in sizes:
+        means = np.column_stack([_draw_means(rng, pool, size, n_repeats) for pool in pools]
+                                ) if pools else np.empty((n_repeats, 0))
+        statistics = rowwise_correlation(means, target, method)
+        samples = [float(value) for value in statistics if np.isfinite(value)]
+        low, high = percentile_interval(samples, confidence)
+        mean = float(np.mean(samples)) if samples else None
+        points.append(CurvePoint(int(size), mean, low, high, len(samples), n_repeats))
+    return points
+
+
+def _draw_means(rng: np.random.Generator, pool: np.ndarray, size: int, repeats: int
+                ) -> np.ndarray:
+    """REPEATS means of SIZE values drawn from POOL without replacement (all if it is smaller)."""
+    if size >= len(pool):
+        return np.full(repeats, pool.mean())
+    drawn = np.argsort(rng.random((repeats, len(pool))), axis=1)[:, :size]
+    return pool[drawn].mean(axis=1)
+
+
+def rowwise_correlation(matrix: np.ndarray, target: np.ndarray, method: str) -> np.ndarray:
+    """The coefficient of every row of MATRIX with TARGET (NaN where undefined: fewer than
+    MIN_UNITS columns, or a constant row or target); what `correlation_from_arrays` gives row by
+    row, without a Python loop for Pearson and Spearman."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
+    rows, columns = matrix.shape
+    if columns < MIN_UNITS:
+        return np.full(rows, np.nan)
+    if method == "kendall":
+        return np.array([value if (value := correlation_from_arrays(row, target, method)
+                                   .statistic) is not None else np.nan for row in matrix])
+    constant = (np.ptp(matrix, axis=1) == 0) | (np.ptp(target) == 0)
+    if method == "spearman":
+        matrix, target = stats.rankdata(matrix, axis=1), stats.rankdata(target)
+    x = matrix - matrix.mean(axis=1, keepdims=True)
+    y = target - target.mean()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = (x @ y) / np.sqrt((x * x).sum(axis=1) * (y * y).sum())
+    values[constant] = np.nan
+    return np.clip(values, -1.0, 1.0)
+
+
+# --- bootstrap CIs and the metric leaderboard ----------------------------------------------
+
+
+def _fast_statistic(method: str):
+    """A cheap coefficient for bootstrap resamples (None where undefined)."""
+
+    def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
+        if len(x) < MIN_UNITS or np.ptp(x) == 0 or np.ptp(y) == 0:
+            return None
+        return float(np.corrcoef(x, y)[0, 1])
+
+    def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+        return pearson(stats.rankdata(x), stats.rankdata(y))
+
+    def kendall(x: np.ndarray, y: np.ndarray) -> float | None:
+        if len(x) < MIN_UNITS or np.ptp(x) == 0 or np.ptp(y) == 0:
+            return None
+        return float(stats.kendalltau(x, y, variant="b").statistic)
+
+    return {"pearson": pearson, "spearman": spearman, "kendall": kendall}[method]
+
+
+def correlation_with_ci(
+    x: Scores,
+    y: Scores,
+    method: str = "spearman",
+    *,
+    clusters: Mapping[Hashable, Hashable] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Correlation:
+    """A correlation with a percentile-bootstrap CI over shared units (or over their clusters)."""
+    keys, xs, ys = join_on_units(x, y)
+    point = correlation_from_arrays(xs, ys, method)
+    if point.statistic is None:
+        return point
+    statistic = _fast_statistic(method)
+    interval = percentile_bootstrap(
+        lambda idx: statistic(xs[idx], ys[idx]),
+        len(keys),
+        clusters=[clusters[key] for key in keys] if clusters is not None else None,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+    return Correlation(
+        point.statistic,
+        point.p_value,
+        point.n,
+        method,
+        interval.low,
+        interval.high,
+        params={
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "confidence": confidence,
+            "valid_resamples": interval.valid_resamples,
+        },
+    )
+
+
+def rank_evaluators(
+    evaluators: Mapping[str, Scores],
+    human: Scores,
+    *,
+    method: str = "spearman",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[RankedSystem]:
+    """Metric leaderboard: evaluators ranked by correlation with ``human``, with CIs.
+
+    All evaluators are correlated on the same bootstrap draws of the human-scored units (each on
+    the drawn units it scored), so their ranks are tie-aware: 1 + the number of evaluators whose
+    correlation is significantly higher (the CI of the difference excludes 0).
+    """
+    units = [unit for unit, value in human.items() if finite_or_none(value) is not None]
+    target = np.array([float(human[unit]) for unit in units])
+    names = list(evaluators)
+    columns = np.array(
+        [[_as_float(evaluators[name].get(unit)) for unit in units] for name in names]
+    ).reshape(len(names), len(units))
+    statistic = _fast_statistic(method)
+
+    def correlations(indices: np.ndarray) -> np.ndarray:
+        row = np.full(len(names), np.nan)
+        for e in range(len(names)):
+            x = columns[e, indices]
+            keep = np.isfinite(x)
+            value = statistic(x[keep], target[indices][keep])
+            row[e] = np.nan if value is None else value
+        return row
+
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(units), size=(n_resamples, len(units))) if units else []
+    replicates = np.array([correlations(row) for row in draws]).reshape(len(draws), len(names))
+    points = [correlate(evaluators[name], human, methods=(method,))[method] for name in names]
+    defined = [e for e, point in enumerate(points) if point.statistic is not None]
+    # Only evaluators with a defined correlation compete; the others rank after all of them.
+    better = significantly_better_matrix(replicates[:, defined], confidence=confidence)
+    ranks = dict(zip(defined, tie_aware_ranks(better).tolist(), strict=True))
+    rows = []
+    for e, (name, point) in enumerate(zip(names, points, strict=True)):
+        low, high = percentile_interval(replicates[:, e], confidence)
+        estimate = Estimate(
+            point.statistic,
+            low if point.statistic is not None else None,
+            high if point.statistic is not None else None,
+            n={"units": point.n},
+            method="evaluator_correlation",
+            undefined_reason=point.undefined_reason,
+            params={
+                "correlation": method,
+                "p_value": point.p_value,
+                "n_resamples": n_resamples,
+                "seed": seed,
+                "confidence": confidence,
+            },
+        )
+        winners = ()
+        if e in ranks:
+            position = defined.index(e)
+            winners = tuple(names[defined[j]] for j in np.flatnonzero(better[position]))
+        rank = ranks.get(e, len(defined) + 1)
+        rows.append(RankedSystem(name, estimate, int(rank), winners))
+    rows.sort(key=lambda row: (row.rank, _descending(row.estimate.value), row.system))
+    return rows
+
+
+def _descending(value: float | None) -> float:
+    return np.inf if value is None else -value
+
+
+def _as_float(value: Any) -> float:
+    number = finite_or_none(value)
+    return np.nan if number is None else number

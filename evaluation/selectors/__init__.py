@@ -1,0 +1,1 @@
+"""Reads of the evaluation app: they never write (docs/architecture.md)."""

@@ -1,0 +1,350 @@
+"""Reads for benchmarks (the bundle of a stored benchmark, page summaries, dialogue views) and
+for evaluation runs (results, unit-level exports, paired comparisons)."""
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+
+from django.db.models import Count
+
+from evaluation.lib.formats.bundle import Bundle
+from evaluation.lib.formats.submission import SubmissionReference, iter_turn_records
+from evaluation.lib.highlight import quote_segments, span_segments
+from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
+from evaluation.lib.metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
+from evaluation.lib.runconfig import suite_config_from_options
+from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from evaluation.lib.stats.comparison import compare_systems
+from evaluation.models import (
+    BENCHMARK_FIELDS,
+    ITEM_FIELDS,
+    Benchmark,
+    Citation,
+    Dialogue,
+    DialogueItem,
+    Item,
+    Job,
+    Review,
+    Run,
+    Split,
+    Turn,
+    TurnItem,
+)
+
+
+def _present(obj, fields) -> dict:
+    return {key: getattr(obj, key) for key in fields if getattr(obj, key) is not None}
+
+
+def benchmark_bundle(*, benchmark: Benchmark) -> Bundle:
+    """The benchmark as plain records in bundle form (the inverse of the importer)."""
+    meta = {"slug": benchmark.slug, **{key: getattr(benchmark, key) for key in BENCHMARK_FIELDS}}
+    meta = {key: value for key, value in meta.items() if value != ""}
+    items = list(benchmark.items.order_by("pk"))
+    item_ids = {item.pk: item.external_id for item in items}
+    reviews = list(benchmark.reviews.order_by("pk"))
+    review_ids = {review.pk: review.external_id for review in reviews}
+    return Bundle(
+        benchmark=meta,
+        items=[{"id": item.external_id, **_present(item, ITEM_FIELDS)} for item in items],
+        reviews=[{"id": r.external_id, "item_id": item_ids[r.item_id], "text": r.text,
+                  **_present(r, ("stars",))} for r in reviews],
+        dialogues=_dialogue_records(benchmark, item_ids, review_ids),
+    )
+
+
+def _dialogue_records(benchmark, item_ids, review_ids) -> list[dict]:
+    dialogues = list(benchmark.dialogues.order_by("pk"))
+    pool = defaultdict(lambda: defaultdict(list))
+    for link in DialogueItem.objects.filter(dialogue__benchmark=benchmark).order_by("position"):
+        pool[link.dialogue_id][link.role].append(item_ids[link.item_id])
+    turns = defaultdict(list)
+    for turn in Turn.objects.filter(dialogue__benchmark=benchmark).order_by("index"):
+        turns[turn.dialogue_id].append(turn)
+    turn_items = defaultdict(lambda: defaultdict(list))
+    for link in TurnItem.objects.filter(turn__dialogue__benchmark=benchmark).order_by("position"):
+        turn_items[link.turn_id][link.role].append(item_ids[link.item_id])
+    citations = defaultdict(list)
+    for c in Citation.objects.filter(turn__dialogue__benchmark=benchmark).order_by("position"):
+        citations[c.turn_id].append({"label": c.label, "review_id": review_ids[c.review_id],
+                                     "quote": c.quote, "start": c.start, "end": c.end})
+    records = []
+    for d in dialogues:
+        records.append({
+            "id": d.external_id, "split": d.split, "scenario": d.scenario,
+            "candidate_item_ids": pool[d.pk]["candidate"],
+            "target_item_ids": pool[d.pk]["target"], "seen_item_ids": pool[d.pk]["seen"],
+            "turns": [{"index": t.index, "role": t.role, "text": t.text, "action": t.action,
+                       "referenced_item_ids": turn_items[t.pk]["referenced"],
+                       "citations": citations[t.pk],
+                       "gold_item_ids": turn_items[t.pk]["gold"],
+                       "alternative_item_ids": turn_items[t.pk]["alternative"]}
+                      for t in turns[d.pk]],
+        })
+    return records
+
+
+def benchmark_summary(*, benchmark: Benchmark, include_hidden: bool) -> dict:
+    """Counts for the benchmark page: splits, difficulty mix, item types, cities, turns."""
+    dialogues = benchmark.dialogues.all()
+    splits = dict(dialogues.values_list("split").annotate(n=Count("id")).order_by("split"))
+    difficulty = Counter(dict(
+        dialogues.exclude(difficulty=None).values_list("difficulty").annotate(n=Count("id"))
+    ))
+    items = benchmark.items.all()
+    types = dict(items.values_list("type").annotate(n=Count("id")).order_by("-n", "type"))
+    cities = dict(
+        items.exclude(city=None).values_list("city").annotate(n=Count("id")).order_by("-n", "city")
+    )
+    turns = Turn.objects.filter(dialogue__benchmark=benchmark)
+    return {
+        "items": items.count(),
+        "reviews": benchmark.reviews.count(),
+        "dialogues": sum(splits.values()),
+        "turns": turns.count(),
+        "evaluated_turns": turns.filter(role="system", action__in=["recommend", "compare"]).count(),
+        "rejections": turns.filter(action="reject_and_refine").count(),
+        "splits": bar_rows([(name, splits.get(name, 0)) for name in benchmark.splits]),
+        "difficulty": bar_rows(sorted(difficulty.items(), key=_difficulty_order)),
+        "item_types": bar_rows(list(types.items())),
+        "cities": bar_rows(list(cities.items())),
+        "hidden_shown": include_hidden,
+        "hidden_count": splits.get("hidden", 0),
+    }
+
+
+def bar_rows(pairs: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
+    """(label, count, bar width in percent of the largest count) for a bar chart."""
+    top = max((count for _, count in pairs), default=0)
+    return [(label, count, round(100 * count / top) if top else 0) for label, count in pairs]
+
+
+_DIFFICULTY_RANK = {"easy": 0, "medium": 1, "hard": 2}
+
+
+def _difficulty_order(pair):
+    return (_DIFFICULTY_RANK.get(pair[0], 9), pair[0])
+
+
+def dialogue_list(*, benchmark: Benchmark, include_hidden: bool, split: str | None = None,
+                  difficulty: str | None = None):
+    queryset = benchmark.dialogues.annotate(turn_count=Count("turns")).order_by("external_id")
+    if not include_hidden:
+        queryset = queryset.exclude(split="hidden")
+    if split:
+        queryset = queryset.filter(split=split)
+    if difficulty:
+        queryset = queryset.filter(difficulty=difficulty)
+    return queryset
+
+
+def dialogue_detail(*, dialogue: Dialogue) -> dict:
+    """Everything the dialogue viewer shows, in three queries plus one per link table."""
+    turns = list(dialogue.turns.order_by("index"))
+    links = TurnItem.objects.filter(turn__dialogue=dialogue).select_related("item")
+    citations = Citation.objects.filter(turn__dialogue=dialogue).select_related("review__item")
+    by_turn_items = defaultdict(lambda: defaultdict(list))
+    for link in links.order_by("position"):
+        by_turn_items[link.turn_id][link.role].append(link.item)
+    by_turn_citations = defaultdict(list)
+    for citation in citations.order_by("position"):
+        by_turn_citations[citation.turn_id].append(citation)
+    pool_links = DialogueItem.objects.filter(dialogue=dialogue).select_related("item")
+    pool = defaultdict(list)
+    for link in pool_links.order_by("position"):
+        pool[link.role].append(link.item)
+    return {
+        "scenario_rows": scenario_rows(dialogue.scenario),
+        "turns": [_turn_view(t, by_turn_items[t.pk], by_turn_citations[t.pk]) for t in turns],
+        "candidates": pool["candidate"],
+        "targets": pool["target"],
+        "cited_reviews": _cited_reviews(by_turn_citations),
+    }
+
+
+def scenario_rows(scenario: dict) -> list[tuple[str, str]]:
+    """Flatten a free-form scenario dict into readable (key, text) rows; list entries that are
+    objects go on lines of their own."""
+
+    def text(value) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{k.replace('_', ' ')}: {text(v)}" for k, v in value.items()
+                             if v not in (None, "", [], {}))
+        if isinstance(value, list):
+            joiner = "\n" if any(isinstance(v, dict) for v in value) else ", "
+            return joiner.join(text(v) for v in value)
+        return str(value)
+
+    return [(key.replace("_", " "), text(value)) for key, value in scenario.items()]
+
+
+def _turn_view(turn: Turn, items: dict, citations: list[Citation]) -> dict:
+    gold = {item.pk for item in items["gold"]}
+    alternatives = {item.pk for item in items["alternative"]}
+    cards = list(items["referenced"])
+    cards += [i for i in items["gold"] + items["alternative"] if i not in cards]
+    return {
+        "turn": turn,
+        "segments": quote_segments(turn.text, [(c.quote, c) for c in citations]),
+        "cards": [{"item": item, "gold": item.pk in gold, "alternative": item.pk in alternatives}
+                  for item in cards],
+        "citations": citations,
+    }
+
+
+def _cited_reviews(by_turn_citations) -> list[dict]:
+    spans: dict[int, list] = defaultdict(list)
+    reviews: dict[int, Review] = {}
+    for citations in by_turn_citations.values():
+        for c in citations:
+            reviews[c.review_id] = c.review
+            spans[c.review_id].append((c.start, c.end, c))
+    return [{"review": review, "item": review.item,
+             "segments": span_segments(review.text, spans[pk])}
+            for pk, review in sorted(reviews.items(), key=lambda kv: kv[1].external_id)]
+
+
+def item_detail(*, item: Item) -> dict:
+    return {"item": item, "reviews": list(item.reviews.order_by("external_id"))}
+
+
+# --- evaluation runs (metrics.md §A, formats.md §2–3) ---------------------------------------
+
+
+def benchmark_submission_reference(*, benchmark: Benchmark,
+                                   pool_mode: str = CLOSED) -> SubmissionReference:
+    """What a submission for BENCHMARK is checked against: dialogues, pools, ids."""
+    bundle = benchmark_bundle(benchmark=benchmark)
+    return SubmissionReference.from_records(items=bundle.items, reviews=bundle.reviews,
+                                            dialogues=bundle.dialogues, pool_mode=pool_mode)
+
+
+def submission_splits(*, submission) -> list[str]:
+    """The splits of the dialogues a `turn` submission answers."""
+    with submission.file.open("rb") as handle:
+        dialogue_ids = {record["dialogue_id"] for record in iter_turn_records(handle)}
+    return sorted(set(
+        submission.benchmark.dialogues.filter(external_id__in=dialogue_ids)
+        .values_list("split", flat=True)
+    ))
+
+
+def latest_run(*, benchmark: Benchmark, system, evaluator: str = SUITE_NAME) -> Run | None:
+    """The newest succeeded run of EVALUATOR on SYSTEM's submissions for BENCHMARK."""
+    return (Run.objects.filter(submission__benchmark=benchmark, submission__system=system,
+                               evaluator=evaluator, job__status=Job.Status.SUCCEEDED)
+            .select_related("submission__system", "job").order_by("-created_at", "-pk").first())
+
+
+def run_suite_config(run: Run) -> SuiteConfig:
+    """The SuiteConfig a run was made with (its stored options)."""
+    return suite_config_from_options(run.config.get("suite", {}))
+
+
+def run_metric_specs(run: Run):
+    """The metrics the run's evaluator can produce (the Trace suite's or an LLM evaluator's)."""
+    if run.evaluator in LLM_EVALUATOR_NAMES:
+        from evaluation.lib.llm.evaluators import EVALUATORS
+
+        return EVALUATORS[run.evaluator].metrics
+    return metric_specs(run_suite_config(run))
+
+
+def run_results(*, run: Run) -> dict:
+    """System-level results of a run: per metric value, 95% CI, std, n, direction, axis."""
+    specs = {spec.name: spec for spec in run_metric_specs(run)}
+    metrics = {}
+    for summary in run.summaries.order_by("pk"):
+        spec = specs.get(summary.metric)
+        metrics[summary.metric] = {
+            "axis": summary.axis, "unit": spec.unit if spec else None,
+            "direction": summary.direction, "value": summary.value,
+            "ci": [summary.ci_low, summary.ci_high], "std": summary.std, "n": summary.n,
+            "undefined_reason": summary.undefined_reason or None,
+        }
+    submission = run.submission
+    return {
+        "run": run.pk, "job": run.job_id, "status": run.job.status,
+        "system": submission.system.name, "benchmark": submission.benchmark.slug,
+        "evaluator": run.evaluator, "evaluator_version": run.evaluator_version,
+        "config_hash": run.config_hash, "splits": run.config.get("splits", []),
+        "bootstrap": run.config.get("bootstrap", {}),
+        "missing_turns": run.job.result.get("missing_turns", 0),
+        "metrics": metrics, "unavailable": dict(run.unavailable),
+    }
+
+
+def run_unit_rows(*, run: Run, include_hidden: bool) -> Iterator[dict]:
+    """Unit-level values as formats.md §3 rows, hidden-split dialogues only when asked.
+
+    `evaluator` carries name, version and configuration hash (`trace@1.0.0:1a2b3c4d5e6f`), so a
+    row read back elsewhere still says exactly how it was made.
+    """
+    submission = run.submission
+    scores = run.unit_scores.exclude(value=None)
+    if not include_hidden:
+        hidden = Dialogue.objects.filter(benchmark_id=submission.benchmark_id,
+                                         split=Split.HIDDEN).values("external_id")
+        scores = scores.exclude(dialogue_id__in=hidden)
+    evaluator = f"{run.evaluator}@{run.evaluator_version}:{run.config_hash[:12]}"
+    system, benchmark = submission.system.slug, submission.benchmark.slug
+    fields = ("metric", "unit_type", "unit_id", "value")
+    for metric, unit_type, unit_id, value in (scores.order_by("metric", "unit_type", "unit_id")
+                                              .values_list(*fields).iterator(chunk_size=5000)):
+        yield {"system": system, "benchmark": benchmark, "evaluator": evaluator,
+               "metric": metric, "unit_type": unit_type, "unit_id": unit_id, "value": value}
+
+
+def _unit_values(run: Run) -> dict[str, tuple[list[float], list[str]]]:
+    values: dict[str, tuple[list[float], list[str]]] = defaultdict(lambda: ([], []))
+    rows = run.unit_scores.exclude(value=None).values_list("metric", "value", "dialogue_id")
+    for metric, value, dialogue_id in rows.iterator(chunk_size=5000):
+        values[metric][0].append(value)
+        values[metric][1].append(dialogue_id)
+    return values
+
+
+def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None) -> list[dict]:
+    """Per metric: paired cluster-bootstrap CI of mean(A) − mean(B) and the per-dialogue
+    paired t-test (statistics.md "Comparing systems"), over the dialogues both runs scored."""
+    bootstrap = run_a.config.get("bootstrap", {})
+    directions = dict(run_a.summaries.order_by("pk").values_list("metric", "direction"))
+    axes = dict(run_a.summaries.values_list("metric", "axis"))
+    a, b = _unit_values(run_a), _unit_values(run_b)
+    names = [m for m in directions if m in a and m in b and (not metrics or m in metrics)]
+    rows = []
+    for metric in names:
+        comparison = compare_systems(
+            "A", *a[metric], "B", *b[metric],
+            n_resamples=bootstrap.get("n_resamples", DEFAULT_RESAMPLES),
+            seed=bootstrap.get("seed", DEFAULT_SEED),
+        )
+        difference = comparison.difference
+        better = None
+        if comparison.significant:
+            a_higher = difference.value > 0
+            better = "A" if a_higher == (directions[metric] == "higher") else "B"
+        rows.append({"metric": metric, "axis": axes[metric], "direction": directions[metric],
+                     "mean_a": difference.params.get("mean_a"),
+                     "mean_b": difference.params.get("mean_b"),
+                     "difference": difference.value, "ci": [difference.ci_low, difference.ci_high],
+                     "significant": comparison.significant, "better": better,
+                     "shared_dialogues": difference.n.get("shared_clusters", 0),
+                     "t_test": comparison.t_test.to_dict(),
+                     "undefined_reason": difference.undefined_reason})
+    return rows
+
+
+def metrics_by_axis(metrics: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
+    """Metrics of `run_results` grouped by axis, axes in the leaderboard's order."""
+    order = ["Accuracy", "Grounding", "Recovery", "Practical value", "Text", "LLM judge",
+             "Human"]
+    groups: dict[str, list] = defaultdict(list)
+    for name, row in metrics.items():
+        groups[row["axis"]].append((name, row))
+    return sorted(groups.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order
+                                                  else len(order), kv[0]))
+
+
+def pretty_json(value) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)

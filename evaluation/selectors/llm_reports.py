@@ -1,0 +1,177 @@
+"""Reads for LLM evaluator runs: the run page's LLM section (per-factor scores with the judge's
+rationale, the debate transcript, the agreement-over-rounds chart, tokens and money)."""
+
+from collections import defaultdict
+
+from django.core.paginator import Paginator
+
+from evaluation.lib.llm import core
+from evaluation.lib.llm.charts import agreement_chart
+from evaluation.lib.llm.core_rubrics import DEBATE_ROLES, FACTOR_GUIDELINES
+from evaluation.lib.llm.evaluators import (
+    CORE,
+    DEBATE_SCORE,
+    EVALUATORS,
+    FACTOR_MEAN,
+    PEPPER_JUDGE,
+    PERSUASIVENESS,
+    SESSION_RECALL_KS,
+    criterion_metric,
+    factor_metric,
+    pepper_metric,
+    session_recall_metric,
+)
+from evaluation.lib.llm.pepper_judge import PEPPER_ASPECTS
+from evaluation.lib.llm.trace_judge import CRITERION_ANCHORS, TRACE_CRITERIA
+from evaluation.models import Dialogue, Split
+
+UNITS_PER_PAGE = 10
+
+# --- the run page's LLM section -------------------------------------------------------------
+
+
+def run_llm_report(*, run, include_hidden: bool, page: str | None = None) -> dict:
+    """Everything the run page shows about an LLM run: usage, routing, chart, unit details."""
+    spec = EVALUATORS[run.evaluator]
+    scores = run.unit_scores.all()
+    if not include_hidden:
+        hidden = Dialogue.objects.filter(benchmark_id=run.submission.benchmark_id,
+                                         split=Split.HIDDEN).values("external_id")
+        scores = scores.exclude(dialogue_id__in=hidden)
+    primary = spec.metrics[0].name
+    unit_ids = list(scores.filter(metric=primary).order_by("unit_id")
+                    .values_list("unit_id", flat=True))
+    units_page = Paginator(unit_ids, UNITS_PER_PAGE).get_page(page)
+    rows = defaultdict(dict)
+    for score in scores.filter(unit_id__in=list(units_page.object_list)):
+        rows[score.unit_id][score.metric] = score
+    build = {CORE: _core_unit, PEPPER_JUDGE: _pepper_unit}.get(run.evaluator, _trace_unit)
+    debates = _debates(run, units_page.object_list) if run.evaluator == CORE else {}
+    report = {
+        "title": spec.title,
+        "evaluator": run.evaluator,
+        "usage": usage_view(run.usage),
+        "routing": run.job.result.get("routing") if run.job.result else None,
+        "page": units_page,
+        "units": [build(unit, rows[unit], debates.get(unit)) for unit in units_page.object_list],
+        "hidden_left_out": not include_hidden,
+        "failed_units": (run.job.result or {}).get("failed_units", 0),
+    }
+    if run.evaluator == CORE and run.config.get("debate"):
+        max_rounds = int(run.config["debate"].get("max_rounds", 4))
+        curve = core.agreement_curve(_all_debates(run), max_rounds=max_rounds,
+                                     tolerance=float(run.config["debate"].get(
+                                         "agreement_tolerance", 0)))
+        report["curve"] = curve
+        report["chart"] = agreement_chart(curve)
+    return report
+
+
+def usage_view(usage: dict) -> dict:
+    """Run.usage for people: money is "unknown" (never $0) when any paid call had no price."""
+    if not usage:
+        return {}
+    units = usage.get("units") or 0
+    all_tokens = (usage.get("total_tokens", 0) + usage.get("cached_prompt_tokens", 0)
+                  + usage.get("cached_completion_tokens", 0))
+    return {
+        **usage,
+        "cost_known": usage.get("cost_usd") is not None,
+        "cost_text": money(usage.get("cost_usd")),
+        "known_part_text": money(usage.get("cost_known_part_usd")),
+        "tokens_per_unit": round(all_tokens / units) if units else None,
+        "stages": [{"name": name, **values, "cost_text": money(values.get("cost_usd"))}
+                   for name, values in usage.get("stages", {}).items()],
+    }
+
+
+def money(value: float | None) -> str:
+    """US dollars with enough decimals that a small cost does not read as $0; None: unknown."""
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value == 0 or value >= 0.01 else f"${value:.6f}"
+
+
+_FACTOR_NAMES = {g.key: g for g in FACTOR_GUIDELINES}
+_ROLE_NAMES = {role.key: role.name for role in DEBATE_ROLES}
+
+
+def _judged(score) -> dict:
+    if score is None:
+        return {"score": None, "failure": "not scored", "rationale": ""}
+    detail = score.detail or {}
+    return {"score": score.value, "rationale": detail.get("rationale", ""),
+            "failure": detail.get("failure"), "answer": detail.get("answer", ""),
+            "attempts": detail.get("attempts"), "model": detail.get("model", "")}
+
+
+def _core_unit(unit: str, scores: dict, debate) -> dict:
+    factors = [{"key": g.key, "name": g.name, "dimension": g.dimension,
+                **_judged(scores.get(factor_metric(g.key)))} for g in FACTOR_GUIDELINES]
+    final = scores.get(DEBATE_SCORE)
+    mean = scores.get(FACTOR_MEAN)
+    return {
+        "unit_id": unit,
+        "factors": factors,
+        "factor_mean": mean.value if mean else None,
+        "debate": _debate_view(debate, final),
+        "persuasiveness": _judged(scores.get(PERSUASIVENESS)),
+        "recall": [(k, getattr(scores.get(session_recall_metric(k)), "value", None))
+                   for k in SESSION_RECALL_KS],
+    }
+
+
+def _debate_view(debate, final) -> dict | None:
+    if final is None and debate is None:
+        return None
+    detail = final.detail if final else {}
+    rounds = []
+    for debate_round in (debate.rounds if debate else ()):
+        rounds.append({"round": debate_round.round, "spread": debate_round.spread,
+                       "agreed": debate_round.agreed,
+                       "turns": [{"role": _ROLE_NAMES.get(t.role, t.role), "score": t.score,
+                                  "statement": t.statement, "failure": t.failure,
+                                  "carried_over": t.carried_over} for t in debate_round.turns]})
+    return {"final": final.value if final else None, "stopped": detail.get("stopped", ""),
+            "failure": detail.get("failure"), "rounds": rounds}
+
+
+def _aspect_unit(unit: str, scores: dict, metrics: list[tuple[str, str]]) -> dict:
+    judged = [(label, _judged(scores.get(metric))) for metric, label in metrics]
+    rationale = next((j["rationale"] for _, j in judged if j["rationale"]), "")
+    return {"unit_id": unit, "rationale": rationale,
+            "scores": [{"name": label, **j} for label, j in judged]}
+
+
+def _trace_unit(unit: str, scores: dict, _debate=None) -> dict:
+    return _aspect_unit(unit, scores, [(criterion_metric(c), CRITERION_ANCHORS[c][0])
+                                       for c in TRACE_CRITERIA])
+
+
+def _pepper_unit(unit: str, scores: dict, _debate=None) -> dict:
+    return _aspect_unit(unit, scores, [(pepper_metric(a), a.capitalize()) for a in PEPPER_ASPECTS])
+
+
+_DEBATE_FIELDS = ("unit_id", "round", "role", "score", "statement", "failure", "carried_over",
+                  "attempts")
+
+
+def _debates(run, unit_ids) -> dict[str, core.DebateResult]:
+    rows = defaultdict(list)
+    for row in run.debate_turns.filter(unit_id__in=list(unit_ids)).values(*_DEBATE_FIELDS):
+        rows[row["unit_id"]].append(row)
+    tolerance = float((run.config.get("debate") or {}).get("agreement_tolerance", 0))
+    return {unit: core.DebateResult.from_records(records, tolerance=tolerance)
+            for unit, records in rows.items()}
+
+
+def _all_debates(run) -> list[core.DebateResult]:
+    """Every debate of the run (failed ones flagged, so the curve leaves them out)."""
+    failures = {unit: (detail or {}).get("failure")
+                for unit, detail in run.unit_scores.filter(metric=DEBATE_SCORE)
+                .values_list("unit_id", "detail")}
+    rows = defaultdict(list)
+    for row in run.debate_turns.values("unit_id", "round", "role", "score"):
+        rows[row["unit_id"]].append(row)
+    return [core.DebateResult.from_records(records, failure=failures.get(unit))
+            for unit, records in rows.items()]

@@ -1,0 +1,1 @@
+"""Writes of the evaluation app: benchmarks, systems, submissions, jobs and runs."""

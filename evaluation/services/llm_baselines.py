@@ -1,0 +1,105 @@
+"""The LLM baselines of Trace (seed 004, Appendix F) as stored `turn` submissions.
+
+`llm_baseline_submission_create` answers every turn a submission must answer with LLM
+Zero-Shot (dialogue + candidate cards) or RAG-Citation (plus the candidates' review sentences
+closest to the user's words; the answer must quote ten or more words verbatim, with bounded
+retries), through the one gateway and its database cache, and stores the result under the
+baseline's system (one system per baseline and model) after `submission_create` validated it.
+
+A turn whose answers stay unusable is not filled in by another method (the seed falls back to
+popularity): it is stored as an explicit non-answer, an empty ranking with the text
+`NO_ANSWER`, which every metric scores as a miss, and it is counted and listed in the report.
+"""
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.utils.text import slugify
+
+from evaluation.lib.formats.submission import write_turn_submission
+from evaluation.lib.llm.adapters import baseline_context, baseline_evidence
+from evaluation.lib.llm.baselines import rag_citation_turn, zero_shot_turn
+from evaluation.lib.progress import Progress, no_progress
+from evaluation.lib.rankers.context import Catalogue, turn_contexts
+from evaluation.selectors.benchmarks import benchmark_bundle
+from evaluation.services.llm_runs import RunUsage, llm_gateway, model_config
+from evaluation.services.submissions import submission_create, system_get_or_create_baseline
+
+
+@dataclass(frozen=True)
+class LLMBaseline:
+    key: str
+    name: str
+    description: str
+
+
+LLM_BASELINES = {
+    "llm_zero_shot": LLMBaseline(
+        "llm-zero-shot", "LLM Zero-Shot",
+        "Trace LLM Zero-Shot: the dialogue and the candidate cards go to an LLM, which ranks the "
+        "candidates and writes the next turn."),
+    "rag_citation": LLMBaseline(
+        "rag-citation", "RAG-Citation",
+        "Trace RAG-Citation: like Zero-Shot, plus the ten candidate review sentences closest to "
+        "the user's words; the answer must quote one of them verbatim (ten or more words)."),
+}
+NO_ANSWER = "(no answer: the LLM baseline failed on this turn)"
+TURNS_PER_CHUNK = 20
+
+
+@dataclass
+class LLMBaselineReport:
+    submission: object
+    turns: int
+    failures: dict[str, str] = field(default_factory=dict)  # "dialogue#turn" -> reason
+    usage: dict = field(default_factory=dict)
+
+
+def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
+                                   splits: list[str] | None = None, user=None,
+                                   max_retries: int = 2,
+                                   progress: Progress = no_progress) -> LLMBaselineReport:
+    """Answer BENCHMARK's turns with LLM baseline NAME and store the validated submission."""
+    baseline = LLM_BASELINES[name]
+    bundle = benchmark_bundle(benchmark=benchmark)
+    catalogue = Catalogue.from_records(bundle.items, bundle.reviews)
+    contexts = turn_contexts(bundle.dialogues, catalogue=catalogue, item_records=bundle.items,
+                             splits=splits)
+    gateway, config, usage = llm_gateway(), model_config(model), RunUsage()
+    config.resolved_api_key()  # a missing key fails here, before any call
+
+    def answer(turn):
+        context = baseline_context(turn, catalogue)
+        meter = usage.stage(name)
+        if name == "rag_citation":
+            return rag_citation_turn(context, baseline_evidence(context, catalogue),
+                                     gateway=gateway, config=config, max_retries=max_retries,
+                                     meter=meter)
+        return zero_shot_turn(context, gateway=gateway, config=config, max_reasks=max_retries,
+                              meter=meter)
+
+    lines, failures = [], {}
+    for start in range(0, len(contexts), TURNS_PER_CHUNK):
+        chunk = contexts[start:start + TURNS_PER_CHUNK]
+        for turn, outcome in zip(chunk, gateway.map(answer, chunk), strict=True):
+            if outcome.line is None:
+                failures[f"{turn.dialogue_id}#{turn.turn_index}"] = outcome.failure or "no answer"
+            lines.append(outcome.line or {"dialogue_id": turn.dialogue_id,
+                                          "turn_index": turn.turn_index, "response": NO_ANSWER,
+                                          "ranked_item_ids": [], "citations": []})
+        progress(f"{baseline.key} answers", min(start + TURNS_PER_CHUNK, len(contexts)),
+                 len(contexts))
+    system = system_get_or_create_baseline(
+        key=f"{baseline.key}-{slugify(config.model)}"[:80],
+        name=f"{baseline.name} ({config.model})", family="LLM", description=baseline.description)
+    note = (f"Concord LLM baseline {baseline.name} with {config.model}; "
+            f"{len(failures)} of {len(lines)} turns unanswered")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{baseline.key}.jsonl"
+        write_turn_submission(lines, path)
+        submission = submission_create(system=system, benchmark=benchmark, path_or_file=path,
+                                       user=user, splits=splits, note=note[:300])
+    return LLMBaselineReport(submission, len(lines), failures,
+                             usage.summary(model=config.model, units=len(lines)))
+

@@ -1,0 +1,529 @@
+"""LLM evaluator runs: CoRE (metrics spec §B), the Trace LLM judge (§A) and the PEPPER judge (§D).
+
+Thin Django glue around the pure LLM layer (`evaluation/lib/llm/`): it builds the model
+configuration from the `CONCORD_LLM_*` settings and the run's options, gives the gateway the
+database-backed response cache (so a re-run makes no LLM call), reads the stored submission,
+stores every unit's result with the judge's rationale (`UnitScore.detail`) and every debate
+round (`DebateTurn`), the run's token and cost accounting (`Run.usage`, cost null when unknown)
+and the system-level summaries with cluster-bootstrap CIs. `run_process` (services) calls
+`llm_run_execute` for runs whose evaluator is not the Trace suite.
+"""
+
+import logging
+import os
+import statistics
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+
+from evaluation import ports
+from evaluation.lib.formats.submission import TURN, iter_log_records, iter_turn_records
+from evaluation.lib.llm import core
+from evaluation.lib.llm.adapters import judged_turns, log_cluster
+from evaluation.lib.llm.conversation import ConversationLog
+from evaluation.lib.llm.evaluators import (
+    CORE,
+    DEBATE_SCORE,
+    EVALUATORS,
+    FACTOR_MEAN,
+    PEPPER_JUDGE,
+    PERSUASIVENESS,
+    SESSION_RECALL_KS,
+    TRACE_JUDGE,
+    criterion_metric,
+    factor_metric,
+    llm_config_hash,
+    pepper_metric,
+    session_recall_metric,
+)
+from evaluation.lib.llm.gateway import LLMConfigurationError, LLMGateway, ModelConfig, UsageMeter
+from evaluation.lib.llm.judging import AspectScore
+from evaluation.lib.llm.pepper_judge import judge_pepper_log
+from evaluation.lib.llm.trace_judge import judge_trace_turn
+from evaluation.lib.progress import Progress, no_progress
+from evaluation.lib.runconfig import BOOTSTRAP
+from evaluation.models import DebateTurn, Job, Run, UnitScore
+from evaluation.response_cache import DatabaseResponseCache
+from evaluation.selectors.benchmarks import benchmark_bundle, submission_splits
+from evaluation.services.jobs import job_create
+from evaluation.services.results import summaries_upsert
+
+logger = logging.getLogger(__name__)
+
+# The openai SDK refuses to send a request without some key; local OpenAI-compatible servers
+# (vLLM, Ollama, evaluation.lib.llm.local_server) ignore it.
+LOCAL_SERVER_KEY = "no-key-needed"
+UNITS_PER_CHUNK = 10
+
+
+class LLMRunFailed(RuntimeError):
+    """Not one usable answer: the model is unreachable, refused every call or never parsed."""
+
+
+# --- model configuration -------------------------------------------------------------------
+
+
+def model_options(*, model: str | None = None, api_base: str | None = None,
+                  api_key_env: str | None = None, temperature: float | None = None,
+                  max_tokens: int | None = None) -> dict:
+    """One model's entry in a run configuration: explicit values over the CONCORD_LLM_*
+    settings. Never holds a key, only the name of the variable that does."""
+    model = model or settings.LLM_MODEL
+    if not model:
+        raise LLMConfigurationError("no LLM is configured: set CONCORD_LLM_MODEL or pass --model "
+                                    "(see docs/llm.md)")
+    return {
+        "model": model,
+        "api_base": api_base or settings.LLM_API_BASE or None,
+        "api_key_env": api_key_env or settings.LLM_API_KEY_ENV or None,
+        "temperature": settings.LLM_TEMPERATURE if temperature is None else float(temperature),
+        "max_tokens": max_tokens or settings.LLM_MAX_TOKENS or None,
+    }
+
+
+def model_config(options: dict) -> ModelConfig:
+    """The gateway's ModelConfig for a run-configuration entry (see `model_options`)."""
+    api_key = None
+    if (options.get("api_base") and not options.get("api_key_env")
+            and options["model"].startswith("openai/") and not os.environ.get("OPENAI_API_KEY")):
+        api_key = LOCAL_SERVER_KEY
+    return ModelConfig(model=options["model"], api_base=options.get("api_base"), api_key=api_key,
+                       api_key_env=options.get("api_key_env"),
+                       temperature=options.get("temperature", 0.0),
+                       max_tokens=options.get("max_tokens"), timeout=settings.LLM_TIMEOUT_SECONDS)
+
+
+def llm_gateway() -> LLMGateway:
+    """A gateway on the shared database cache with the configured concurrency and retries."""
+    return LLMGateway(DatabaseResponseCache(), max_concurrency=settings.LLM_MAX_CONCURRENCY,
+                      max_retries=settings.LLM_MAX_RETRIES,
+                      backoff_base=settings.LLM_BACKOFF_SECONDS)
+
+
+class RunUsage:
+    """A run's total usage and its parts (factors, debate, …); each part also adds to the total."""
+
+    def __init__(self) -> None:
+        self.total = UsageMeter()
+        self.stages: dict[str, UsageMeter] = {}
+        self._lock = threading.Lock()  # the gateway's worker threads ask for stages concurrently
+
+    def stage(self, name: str) -> UsageMeter:
+        with self._lock:
+            if name not in self.stages:
+                self.stages[name] = _StageMeter(self.total)
+            return self.stages[name]
+
+    def summary(self, *, model: str, units: int) -> dict:
+        return {**self.total.summary(), "model": model, "units": units,
+                "stages": {name: meter.summary() for name, meter in self.stages.items()}}
+
+
+class _StageMeter(UsageMeter):
+    def __init__(self, total: UsageMeter) -> None:
+        super().__init__()
+        self._total = total
+
+    def record(self, result) -> None:
+        super().record(result)
+        self._total.record(result)
+
+    def record_failure(self) -> None:
+        super().record_failure()
+        self._total.record_failure()
+
+
+# --- creating a run ------------------------------------------------------------------------
+
+DEBATE_DEFAULTS = {"max_rounds": 4, "agreement_tolerance": 0.0, "buffer": "all_rounds"}
+
+
+def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = None,
+                   judges: Sequence[dict] = (), human_study: str | None = None,
+                   debate: dict | None = None, use_debate: bool = True,
+                   max_reasks: int = 2, splits: Sequence[str] = (), domain: str = "") -> dict:
+    """The plain-JSON configuration of an LLM run; `llm_config_hash` identifies it."""
+    config = {"evaluator": evaluator, "model": dict(model), "max_reasks": max_reasks,
+              "splits": sorted(splits), "bootstrap": dict(BOOTSTRAP)}
+    if evaluator == CORE:
+        candidates = _unique_models([model, *judges])
+        config.update({
+            "debate_model": dict(debate_model or model),
+            "debate": ({**DEBATE_DEFAULTS, **(debate or {}), "domain": domain or "items"}
+                       if use_debate else None),
+            "judges": candidates if len(candidates) > 1 else [],
+            "human_study": human_study if len(candidates) > 1 else None,
+        })
+    if evaluator == PEPPER_JUDGE:
+        config["domain"] = domain or "items"
+    return config
+
+
+def _unique_models(entries: Iterable[dict]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for entry in entries:
+        seen.setdefault(entry["model"], dict(entry))
+    return list(seen.values())
+
+
+def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
+                   debate_model: dict | None = None, judges: Sequence[dict] = (),
+                   human_study: str | None = None, debate: dict | None = None,
+                   use_debate: bool = True, max_reasks: int = 2,
+                   splits: Sequence[str] | None = None, enqueue: bool = True) -> Run:
+    """A queued run of LLM EVALUATOR on SUBMISSION; its task is sent when the transaction
+    commits (`enqueue`), otherwise the caller runs `run_process` itself.
+
+    For CoRE with more than one judge model, the factors are routed by QWK against the human
+    CoRE ratings of HUMAN_STUDY (default: the newest study on the benchmark with the CoRE form).
+    """
+    spec = EVALUATORS.get(evaluator)
+    if spec is None:
+        raise ValueError(f"unknown LLM evaluator {evaluator!r} (choose from "
+                         f"{', '.join(EVALUATORS)})")
+    if submission.protocol != spec.protocol:
+        raise ValueError(f"{evaluator} reads protocol `{spec.protocol}` submissions; this one is "
+                         f"`{submission.protocol}`")
+    benchmark = submission.benchmark
+    if spec.protocol == TURN:
+        splits = sorted(splits) if splits else submission_splits(submission=submission)
+    if evaluator == CORE and len(_unique_models([model, *judges])) > 1 and not human_study:
+        study = _core_human_study(benchmark=benchmark)
+        human_study = study.slug if study is not None else None
+    config = llm_run_config(evaluator=evaluator, model=model, debate_model=debate_model,
+                            judges=judges, human_study=human_study, debate=debate,
+                            use_debate=use_debate, max_reasks=max_reasks, splits=splits or (),
+                            domain=benchmark.domain)
+    with transaction.atomic():
+        job = job_create(kind=Job.Kind.EVALUATION, user=user,
+                         params={"submission": submission.pk, "evaluator": evaluator},
+                         task="evaluation.tasks.evaluate_llm_run_job" if enqueue else None)
+        return Run.objects.create(submission=submission, evaluator=evaluator,
+                                  evaluator_version=spec.version, config=config,
+                                  config_hash=llm_config_hash(config), job=job)
+
+
+# --- executing a run -----------------------------------------------------------------------
+
+
+@dataclass
+class UnitValue:
+    """One metric value of one unit, with what the judge said about it."""
+
+    metric: str
+    unit_type: str
+    unit_id: str
+    dialogue_id: str
+    value: float | None
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass
+class UnitOutcome:
+    unit_id: str
+    dialogue_id: str
+    values: list[UnitValue]
+    debate: list[DebateTurn] = field(default_factory=list)
+    usable: int = 0  # usable LLM scores
+    failures: list[str] = field(default_factory=list)
+
+
+def llm_run_execute(*, run: Run, progress: Progress = no_progress) -> dict:
+    """Score the run's submission with its LLM evaluator; results are upserted per unit, so
+    executing a run twice leaves the rows of executing it once (and, cached, costs nothing)."""
+    executor = {CORE: _execute_core, TRACE_JUDGE: _execute_trace_judge,
+                PEPPER_JUDGE: _execute_pepper_judge}.get(run.evaluator)
+    if executor is None:
+        raise ValueError(f"unknown LLM evaluator {run.evaluator!r}")
+    for options in _models_of(run.config):
+        model_config(options).resolved_api_key()  # a missing key fails the run before any call
+    return executor(run, progress)
+
+
+def _models_of(config: dict) -> list[dict]:
+    return [config["model"], *([config["debate_model"]] if config.get("debate_model") else []),
+            *config.get("judges", [])]
+
+
+@dataclass
+class _Context:
+    run: Run
+    gateway: LLMGateway
+    usage: RunUsage
+    config: ModelConfig
+    max_reasks: int
+
+
+def _context(run: Run) -> _Context:
+    return _Context(run=run, gateway=llm_gateway(), usage=RunUsage(),
+                    config=model_config(run.config["model"]),
+                    max_reasks=int(run.config.get("max_reasks", 2)))
+
+
+def _score_units(ctx: _Context, units: Sequence, score_unit: Callable[[object], UnitOutcome],
+                 progress: Progress) -> dict:
+    """Score units chunk by chunk (concurrently within a chunk), storing each chunk."""
+    run, spec = ctx.run, EVALUATORS[ctx.run.evaluator]
+    collected: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+    failures: dict[str, str] = {}
+    usable = 0
+    progress("score", 0, len(units))
+    for start in range(0, len(units), UNITS_PER_CHUNK):
+        outcomes = ctx.gateway.map(score_unit, list(units[start:start + UNITS_PER_CHUNK]))
+        _store(run, outcomes)
+        for outcome in outcomes:
+            usable += outcome.usable
+            for reason in outcome.failures:
+                failures.setdefault(outcome.unit_id, reason)
+            for value in outcome.values:
+                if value.value is not None:
+                    collected[value.metric][0].append(value.value)
+                    collected[value.metric][1].append(value.dialogue_id)
+        _save_usage(ctx, units=len(units))
+        progress("score", min(start + UNITS_PER_CHUNK, len(units)), len(units))
+    unavailable = _unavailable(run.evaluator, collected)
+    summaries_upsert(run, spec.metrics, collected, unavailable, progress)
+    Run.objects.filter(pk=run.pk).update(unavailable=unavailable)
+    if units and not usable:
+        first = next(iter(failures.values()), "no answer")
+        raise LLMRunFailed(f"no usable LLM answer on any of the {len(units)} units (first "
+                           f"failure: {first})")
+    return {"units": len(units), "failed_units": len(failures),
+            "failures": dict(list(failures.items())[:20]), "usage": run.usage}
+
+
+def _unavailable(evaluator: str, collected) -> dict[str, str]:
+    if evaluator != CORE:
+        return {}
+    return {session_recall_metric(k): "no log has ground-truth items"
+            for k in SESSION_RECALL_KS if session_recall_metric(k) not in collected}
+
+
+def _save_usage(ctx: _Context, *, units: int) -> None:
+    ctx.run.usage = ctx.usage.summary(model=ctx.config.model, units=units)
+    Run.objects.filter(pk=ctx.run.pk).update(usage=ctx.run.usage)
+
+
+@transaction.atomic
+def _store(run: Run, outcomes: Sequence[UnitOutcome]) -> None:
+    values = [v for outcome in outcomes for v in outcome.values]
+    UnitScore.objects.bulk_create(
+        [UnitScore(run=run, metric=v.metric, unit_type=v.unit_type, unit_id=v.unit_id,
+                   dialogue_id=v.dialogue_id, value=v.value, detail=v.detail) for v in values],
+        batch_size=2000, update_conflicts=True,
+        unique_fields=["run", "metric", "unit_type", "unit_id"],
+        update_fields=["value", "dialogue_id", "detail"],
+    )
+    debated = [o.unit_id for o in outcomes if o.debate]
+    if debated:
+        # A re-executed debate replaces the stored one entirely (it cannot have more rounds).
+        DebateTurn.objects.filter(run=run, unit_id__in=debated).delete()
+        DebateTurn.objects.bulk_create([turn for o in outcomes for turn in o.debate])
+
+
+def _read_logs(submission) -> list[ConversationLog]:
+    with submission.file.open("rb") as handle:
+        return [ConversationLog.from_dict(record)
+                for record in iter_log_records(handle, max_bytes=settings.MAX_UPLOAD_BYTES)]
+
+
+# --- CoRE ----------------------------------------------------------------------------------
+
+
+def _execute_core(run: Run, progress: Progress) -> dict:
+    ctx = _context(run)
+    benchmark = run.submission.benchmark
+    progress("load", 0, 1)
+    item_names = dict(benchmark.items.values_list("external_id", "name"))
+    logs = _read_logs(run.submission)
+    progress("load", 1, 1)
+    factor_configs, routing = _core_routing(ctx, item_names, progress)
+    debate = run.config.get("debate")
+    debate_settings = core.DebateSettings(**debate, max_reasks=ctx.max_reasks) if debate else None
+    debate_config = model_config(run.config["debate_model"])
+
+    def score_log(log: ConversationLog) -> UnitOutcome:
+        return _core_log(ctx, log, factor_configs=factor_configs, debate_config=debate_config,
+                         debate_settings=debate_settings, item_names=item_names)
+
+    result = _score_units(ctx, logs, score_log, progress)
+    return {**result, "routing": routing}
+
+
+def _core_log(ctx: _Context, log: ConversationLog, *, factor_configs, debate_config,
+              debate_settings, item_names) -> UnitOutcome:
+    unit, cluster = log.log_id, log_cluster(log)
+    factors = core.score_factors(log, gateway=ctx.gateway, config=factor_configs,
+                                 item_names=item_names, max_reasks=ctx.max_reasks,
+                                 meter=ctx.usage.stage("factors"))
+    outcome = UnitOutcome(unit, cluster, [])
+
+    def add(metric: str, value, detail: dict | None = None) -> None:
+        outcome.values.append(UnitValue(metric, "dialogue", unit, cluster, value, detail or {}))
+
+    for key, result in factors.items():
+        add(factor_metric(key), result.score, _judge_detail(result))
+        _count(outcome, result.failure, f"{key}: {result.failure}")
+    scored = [r.score for r in factors.values() if r.score is not None]
+    add(FACTOR_MEAN, statistics.fmean(scored) if scored else None,
+        {"scored": len(scored), "of": len(factors)})
+    if debate_settings is not None:
+        debate = core.run_debate(log, factors, gateway=ctx.gateway, config=debate_config,
+                                 settings=debate_settings, item_names=item_names,
+                                 meter=ctx.usage.stage("debate"))
+        add(DEBATE_SCORE, debate.final_score,
+            {"stopped": debate.stopped, "failure": debate.failure, "rounds": len(debate.rounds),
+             "role_scores": dict(debate.role_scores)})
+        _count(outcome, debate.failure, f"debate: {debate.failure}")
+        outcome.debate = _debate_rows(ctx.run, unit, cluster, debate)
+    persuasion = core.score_persuasiveness(log, gateway=ctx.gateway, config=ctx.config,
+                                           item_names=item_names, max_reasks=ctx.max_reasks,
+                                           meter=ctx.usage.stage("persuasiveness"))
+    add(PERSUASIVENESS, persuasion.score, _judge_detail(persuasion))
+    _count(outcome, persuasion.failure, f"persuasiveness: {persuasion.failure}")
+    for k, value in core.session_recall(log, SESSION_RECALL_KS).items():
+        add(session_recall_metric(k), value)
+    return outcome
+
+
+def _count(outcome: UnitOutcome, failure: str | None, message: str) -> None:
+    if failure:
+        outcome.failures.append(message)
+    else:
+        outcome.usable += 1
+
+
+def _judge_detail(result: core.FactorResult) -> dict:
+    detail = {"rationale": result.rationale, "attempts": result.attempts, "model": result.model}
+    if result.failure:
+        # What the model last said, so a reader can see why it was unusable.
+        detail.update({"failure": result.failure, "answer": result.raw_answer})
+    return detail
+
+
+_ROLE_POSITION = {role.key: position for position, role in enumerate(core.DEBATE_ROLES)}
+
+
+def _debate_rows(run: Run, unit: str, cluster: str, debate: core.DebateResult) -> list[DebateTurn]:
+    return [
+        DebateTurn(run=run, unit_id=unit, dialogue_id=cluster, round=turn.round, role=turn.role,
+                   position=_ROLE_POSITION.get(turn.role, 99), score=turn.score,
+                   statement=turn.statement, failure=turn.failure or "",
+                   carried_over=turn.carried_over, attempts=turn.attempts)
+        for debate_round in debate.rounds for turn in debate_round.turns
+    ]
+
+
+def _core_human_study(*, benchmark, slug: str | None = None):
+    """The human study that routes CoRE's judges (`evaluation.ports`); None without one."""
+    source = ports.human_core_ratings
+    return source.find_study(benchmark=benchmark, slug=slug) if source is not None else None
+
+
+def _core_routing(ctx: _Context, item_names, progress: Progress):
+    """Per-factor judge configs (mixture of evaluators, CoRE Appendix F) and the report."""
+    judges = ctx.run.config.get("judges") or []
+    single = {factor: ctx.config for factor in core.FACTOR_KEYS}
+    if len(judges) < 2:
+        return single, {"mode": "single", "model": ctx.config.model,
+                        "reason": "one judge model for every factor"}
+    slug = ctx.run.config.get("human_study")
+    study = _core_human_study(benchmark=ctx.run.submission.benchmark, slug=slug) if slug else None
+    human = ports.human_core_ratings.factor_scores(study=study) if study is not None else {}
+    units = sorted({unit for scores in human.values() for unit in scores})
+    if not units:
+        reason = (f"study {slug!r} has no CoRE ratings" if slug
+                  else "no human study with CoRE ratings on this benchmark")
+        return single, {"mode": "default", "model": ctx.config.model,
+                        "reason": f"{reason}: {ctx.config.model} judges every factor"}
+    logs = ports.human_core_ratings.conversation_logs(study=study, unit_ids=units)
+    configs = {entry["model"]: model_config(entry) for entry in judges}
+    scores = _judge_study_logs(ctx, configs, logs, item_names, progress)
+    by_unit: dict[str, dict[str, int]] = defaultdict(dict)
+    for factor, per_unit in human.items():
+        for unit, score in per_unit.items():
+            by_unit[unit][factor] = score
+    table = core.qwk_by_factor(by_unit, scores)
+    choices = core.choose_judge_per_factor(table, preference=list(configs),
+                                           default_model=ctx.config.model)
+    routed = core.configs_for_choices(choices, configs, fallback=ctx.config)
+    return routed, {
+        "mode": "qwk", "study": study.slug, "units": len(logs), "qwk": table,
+        "choices": {f: {"model": c.model, "qwk": c.qwk, "reason": c.reason,
+                        "tied_with": list(c.tied_with)} for f, c in choices.items()},
+    }
+
+
+def _judge_study_logs(ctx: _Context, configs: dict[str, ModelConfig], logs: dict[str, dict],
+                      item_names, progress: Progress) -> dict[str, dict[str, dict[str, int]]]:
+    """Every candidate judge's twelve scores on the study's conversations (cached like all)."""
+    scores: dict[str, dict[str, dict[str, int]]] = {}
+    units = list(logs)
+    for done, (model, config) in enumerate(configs.items(), start=1):
+        results = ctx.gateway.map(
+            lambda unit, config=config: core.score_factors(
+                logs[unit], gateway=ctx.gateway, config=config, item_names=item_names,
+                max_reasks=ctx.max_reasks, meter=ctx.usage.stage("routing")),
+            units)
+        scores[model] = {unit: {f: r.score for f, r in result.items()}
+                         for unit, result in zip(units, results, strict=True)}
+        progress("routing", done, len(configs))
+    return scores
+
+
+# --- Trace LLM judge and PEPPER ------------------------------------------------------------
+
+
+def _execute_trace_judge(run: Run, progress: Progress) -> dict:
+    ctx = _context(run)
+    progress("load", 0, 1)
+    bundle = benchmark_bundle(benchmark=run.submission.benchmark)
+    with run.submission.file.open("rb") as handle:
+        submitted = {(r["dialogue_id"], int(r["turn_index"])): r
+                     for r in iter_turn_records(handle, max_bytes=settings.MAX_UPLOAD_BYTES)}
+    judged, missing = judged_turns(
+        bundle.dialogues, submitted, reviews={r["id"]: r for r in bundle.reviews},
+        item_names={i["id"]: i.get("name", i["id"]) for i in bundle.items},
+        splits=run.config.get("splits"))
+    progress("load", 1, 1)
+
+    def score_turn(entry) -> UnitOutcome:
+        unit, cluster, turn = entry
+        scores = judge_trace_turn(turn, gateway=ctx.gateway, config=ctx.config,
+                                  max_reasks=ctx.max_reasks, meter=ctx.usage.stage("judge"))
+        return _aspect_outcome(unit, cluster, "turn", scores, criterion_metric)
+
+    result = _score_units(ctx, judged, score_turn, progress)
+    return {**result, "unanswered_turns": len(missing)}
+
+
+def _execute_pepper_judge(run: Run, progress: Progress) -> dict:
+    ctx = _context(run)
+    progress("load", 0, 1)
+    logs = _read_logs(run.submission)
+    progress("load", 1, 1)
+    domain = run.config.get("domain") or "items"
+
+    def score_log(log: ConversationLog) -> UnitOutcome:
+        scores = judge_pepper_log(log, gateway=ctx.gateway, config=ctx.config, domain=domain,
+                                  max_reasks=ctx.max_reasks, meter=ctx.usage.stage("judge"))
+        return _aspect_outcome(log.log_id, log_cluster(log), "dialogue", scores, pepper_metric)
+
+    return _score_units(ctx, logs, score_log, progress)
+
+
+def _aspect_outcome(unit: str, cluster: str, unit_type: str, scores: dict[str, AspectScore],
+                    metric_name: Callable[[str], str]) -> UnitOutcome:
+    outcome = UnitOutcome(unit, cluster, [])
+    for aspect, score in scores.items():
+        detail = {"rationale": score.rationale, "attempts": score.attempts}
+        if score.failure:
+            detail["failure"] = score.failure
+        outcome.values.append(UnitValue(metric_name(aspect), unit_type, unit, cluster,
+                                        score.score, detail))
+        _count(outcome, score.failure, f"{aspect}: {score.failure}")
+    return outcome

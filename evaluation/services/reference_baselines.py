@@ -1,0 +1,88 @@
+"""Writes for the reference baselines: the Trace paper's rankers (Appendix F) stored and run as
+Concord's own public submissions."""
+
+import logging
+import tempfile
+from pathlib import Path
+
+from evaluation.lib.formats.submission import (
+    write_turn_submission,
+)
+from evaluation.lib.progress import Progress, no_progress
+from evaluation.lib.rankers import (
+    BASELINES,
+    EmbeddingsUnavailable,
+    baseline_class,
+    generate_submission,
+)
+from evaluation.models import (
+    Benchmark,
+    Run,
+    Submission,
+)
+from evaluation.selectors.benchmarks import benchmark_bundle, latest_run
+from evaluation.services.runs import run_create, run_process
+from evaluation.services.submissions import submission_create, system_get_or_create_baseline
+
+logger = logging.getLogger(__name__)
+
+
+def baseline_submission_create(*, benchmark: Benchmark, name: str,
+                               splits: list[str] | None = None, user=None,
+                               progress: Progress = no_progress) -> Submission:
+    """Run reference baseline NAME on BENCHMARK and store its output as a submission of the
+    baseline's system (`is_baseline`, family set)."""
+    baseline = baseline_class(name)
+    bundle = benchmark_bundle(benchmark=benchmark)
+    lines = generate_submission(
+        baseline.key, items=bundle.items, reviews=bundle.reviews, dialogues=bundle.dialogues,
+        splits=splits,
+        progress=lambda done, total: progress(f"{baseline.key} answers", done, total),
+    )
+    system = system_get_or_create_baseline(key=baseline.key, name=baseline.name,
+                                           family=baseline.family,
+                                           description=baseline.description)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{baseline.key}.jsonl"
+        write_turn_submission(lines, path)
+        submission = submission_create(system=system, benchmark=benchmark, path_or_file=path,
+                                       user=user, splits=splits,
+                                       note=f"Concord reference baseline {baseline.name}")
+    # Reference baselines are Concord's own rows: public from the start, nobody publishes them.
+    submission.is_public = True
+    submission.save(update_fields=["is_public"])
+    return submission
+
+
+def baselines_ensure(*, benchmark: Benchmark, names: list[str] | None = None,
+                     splits: list[str] | None = None, suite_options: dict | None = None,
+                     progress: Progress = no_progress) -> list[tuple[str, Run, bool]]:
+    """Every named baseline (default: all) has a succeeded Trace run on BENCHMARK.
+
+    Idempotent: a baseline whose system already has one is left alone. New runs execute
+    in-process. Returns (baseline name, run, created) per baseline; the run is None for a
+    baseline that cannot run here (no sentence-embedding model for Dense).
+    """
+    from evaluation.models import System
+
+    out = []
+    for name in names or list(BASELINES):
+        baseline = baseline_class(name)
+        system = System.objects.filter(slug=f"baseline-{baseline.key}").first()
+        run = latest_run(benchmark=benchmark, system=system) if system else None
+        if run is not None:
+            out.append((baseline.name, run, False))
+            continue
+        try:
+            submission = baseline_submission_create(benchmark=benchmark, name=baseline.key,
+                                                    splits=splits, progress=progress)
+        except EmbeddingsUnavailable as exc:
+            logger.warning("baseline %s skipped: %s", baseline.name, exc)
+            out.append((baseline.name, None, False))
+            continue
+        run = run_create(submission=submission, suite_options=suite_options, splits=splits,
+                         enqueue=False)
+        run_process(job_id=run.job_id, progress=progress)
+        run.job.refresh_from_db()
+        out.append((baseline.name, run, True))
+    return out

@@ -1,0 +1,58 @@
+"""Writes of a run's results, shared by every evaluator: unit values and their summaries.
+
+Both are upserted, on (run, metric, unit) and (run, metric), so executing a run (or a chunk of
+it) twice leaves exactly the rows of executing it once.
+"""
+
+import numpy as np
+from django.db import transaction
+
+from evaluation.lib.progress import Progress
+from evaluation.lib.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    cluster_bootstrap_mean,
+)
+from evaluation.models import MetricSummary, Run, UnitScore
+
+
+@transaction.atomic
+def unit_scores_upsert(run: Run, values) -> None:
+    UnitScore.objects.bulk_create(
+        [UnitScore(run=run, metric=v.metric, unit_type=v.unit_type, unit_id=v.unit_id,
+                   dialogue_id=v.dialogue_id, value=v.value) for v in values],
+        batch_size=2000, update_conflicts=True,
+        unique_fields=["run", "metric", "unit_type", "unit_id"],
+        update_fields=["value", "dialogue_id"],
+    )
+
+
+def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress) -> None:
+    bootstrap = run.config.get("bootstrap", {})
+    rows = []
+    for done, spec in enumerate(specs, start=1):
+        values, clusters = collected.get(spec.name, ([], []))
+        estimate, reason = None, unavailable.get(spec.name, "")
+        if not reason and not values:
+            reason = "no evaluated unit has a value for this metric"
+        if not reason:
+            estimate = cluster_bootstrap_mean(
+                values, clusters, n_resamples=bootstrap.get("n_resamples", DEFAULT_RESAMPLES),
+                seed=bootstrap.get("seed", DEFAULT_SEED),
+                confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE))
+        rows.append(MetricSummary(
+            run=run, metric=spec.name, axis=spec.axis, direction=spec.direction,
+            value=estimate.value if estimate else None,
+            ci_low=estimate.ci_low if estimate else None,
+            ci_high=estimate.ci_high if estimate else None,
+            std=float(np.std(values, ddof=1)) if len(values) > 1 and estimate else None,
+            n=len(values) if estimate else 0, undefined_reason=reason[:300],
+        ))
+        if done % 10 == 0 or done == len(specs):
+            progress("bootstrap", done, len(specs))
+    MetricSummary.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["run", "metric"],
+        update_fields=["axis", "direction", "value", "ci_low", "ci_high", "std", "n",
+                       "undefined_reason"],
+    )

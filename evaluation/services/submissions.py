@@ -1,0 +1,189 @@
+"""Writes for systems and submissions (formats.md §2). Keyword-only service functions.
+
+`submission_create` validates the whole file first (line-numbered FormatError, nothing stored)
+and only then stores the file under MEDIA_ROOT and its row. `submission_submit` is what the
+browser and the API call: the same, under the system's daily quota, plus a queued evaluation run.
+
+The quota is enforced with a row lock: the system's row is locked (`SELECT … FOR UPDATE`) for
+the rest of the transaction that counts today's submissions and inserts the new one, so
+concurrent uploads for one system queue on that lock and exactly `quota` of them get in. On
+SQLite the lock is a no-op, but its write transactions are serialised (IMMEDIATE mode) anyway.
+"""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.core.files import File
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from evaluation.lib.formats.submission import TURN, open_source, validate_submission
+from evaluation.lib.metrics.suite import CLOSED
+from evaluation.models import Benchmark, Job, Run, Submission, System
+from evaluation.selectors.benchmarks import benchmark_submission_reference
+from evaluation.services.runs import run_create
+from evaluation.signals import results_changed_notify
+
+SYSTEM_FIELDS = ("name", "description", "paper_url", "code_url", "team", "family")
+
+
+class QuotaExceeded(Exception):
+    """The system already has its quota of submissions today (UTC)."""
+
+    def __init__(self, *, quota: int, resets_at: datetime):
+        self.quota, self.resets_at = quota, resets_at
+        super().__init__(
+            f"This system has used its {quota} submission{'s' if quota != 1 else ''} for today "
+            f"(failed runs count too). The quota resets at {resets_at:%Y-%m-%d %H:%M} UTC.")
+
+
+# --- systems ----------------------------------------------------------------------
+
+
+def _unique_slug(name: str, prefix: str = "") -> str:
+    base = (prefix + slugify(name))[:90] or "system"
+    slug, n = base, 1
+    while System.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def system_create(*, name: str, owner=None, description: str = "", family: str = "",
+                  team: str = "", paper_url: str = "", code_url: str = "",
+                  is_baseline: bool = False) -> System:
+    """A new system with a unique slug derived from its name."""
+    return System.objects.create(
+        slug=_unique_slug(name), name=name, owner=owner, description=description, family=family,
+        team=team, paper_url=paper_url, code_url=code_url, is_baseline=is_baseline,
+    )
+
+
+def system_update(*, system: System, **fields) -> System:
+    """Change a system's public description (its slug, owner and baseline flag stay)."""
+    unknown = set(fields) - set(SYSTEM_FIELDS)
+    if unknown:
+        raise ValueError(f"cannot change {', '.join(sorted(unknown))} of a system")
+    for name, value in fields.items():
+        setattr(system, name, value)
+    system.full_clean(exclude=["slug", "owner"])
+    system.save(update_fields=list(fields))
+    return system
+
+
+def system_get_or_create_baseline(*, key: str, name: str, family: str,
+                                  description: str) -> System:
+    """The system of one of Concord's reference baselines (slug `baseline-<key>`, no owner)."""
+    system, _ = System.objects.update_or_create(
+        slug=f"baseline-{slugify(key)}",
+        defaults={"name": name, "family": family, "description": description,
+                  "is_baseline": True},
+    )
+    return system
+
+
+# --- quota ----------------------------------------------------------------------------------
+
+
+def system_daily_quota(system: System) -> int:
+    return system.daily_quota if system.daily_quota is not None else (
+        settings.DAILY_SUBMISSION_QUOTA)
+
+
+def _today_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
+    now = (now or timezone.now()).astimezone(UTC)
+    start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def submissions_today(system: System) -> int:
+    start, _ = _today_bounds()
+    return Submission.objects.filter(system=system, created_at__gte=start).count()
+
+
+def _quota_reserve(system: System, quota: int) -> None:
+    """Lock the system's row for this transaction, then check today's count (never the other
+    way round: a count taken before the lock could be stale by the time we insert)."""
+    System.objects.select_for_update().filter(pk=system.pk).values_list("pk").get()
+    if submissions_today(system) >= quota:
+        raise QuotaExceeded(quota=quota, resets_at=_today_bounds()[1])
+
+
+# --- submissions ----------------------------------------------------------------------------
+
+
+def submission_create(*, system: System, benchmark: Benchmark, path_or_file, user,
+                      protocol: str = TURN, splits: Sequence[str] | None = None,
+                      pool_mode: str = CLOSED, note: str = "",
+                      daily_quota: int | None = None) -> Submission:
+    """Validate a submission file against the benchmark, then store the file and its row.
+
+    `path_or_file` is a path or an open binary file (an upload). Raises FormatError listing
+    every problem when the file is invalid; then nothing is stored. For protocol `turn`, every
+    answered turn of `splits` (default: the splits the file answers) must be present. With
+    `daily_quota`, raises QuotaExceeded (nothing stored) when the system has used it today.
+    Submissions of reference baselines are public from the start; all others are private
+    until their owner publishes them.
+    """
+    reference = benchmark_submission_reference(benchmark=benchmark, pool_mode=pool_mode)
+    summary = validate_submission(path_or_file, protocol=protocol, reference=reference,
+                                  splits=splits, max_bytes=settings.MAX_UPLOAD_BYTES)
+    if daily_quota is not None and submissions_today(system) >= daily_quota:
+        raise QuotaExceeded(quota=daily_quota, resets_at=_today_bounds()[1])  # fail fast
+    submission = Submission(uuid=uuid4(), system=system, benchmark=benchmark, protocol=protocol,
+                            line_count=summary.line_count, note=note, created_by=user,
+                            is_public=system.is_baseline)
+    with open_source(path_or_file, name="submission.jsonl",
+                     max_bytes=settings.MAX_UPLOAD_BYTES) as (stream, _):
+        # The storage names the file after the submission's uuid (submission_upload_path).
+        submission.file.save("submission.jsonl", File(stream), save=False)
+    try:
+        with transaction.atomic():
+            if daily_quota is not None:
+                _quota_reserve(system, daily_quota)
+            submission.save()
+    except BaseException:
+        submission.file.delete(save=False)
+        raise
+    return submission
+
+
+def submission_submit(*, system: System, benchmark: Benchmark, file, user,
+                      note: str = "") -> tuple[Submission, Run]:
+    """An upload from the browser or the API: validate, count against today's quota, store,
+    and queue the evaluation run (its task starts when the transaction commits)."""
+
+    if not (user.is_staff or system.owner_id == user.pk):
+        raise PermissionDenied("Only the system's owner can submit for it.")
+    with transaction.atomic():
+        submission = submission_create(system=system, benchmark=benchmark, path_or_file=file,
+                                       user=user, note=note,
+                                       daily_quota=system_daily_quota(system))
+        try:
+            run = run_create(submission=submission, user=user)
+        except BaseException:
+            submission.file.delete(save=False)  # the row itself is rolled back
+            raise
+    return submission, run
+
+
+def submission_set_public(*, submission: Submission, user, public: bool) -> Submission:
+    """Publish (or withdraw) a submission: its runs appear on public leaderboards.
+
+    Only the system's owner (or staff) may; a submission is published only once one of its
+    runs has succeeded, so a public leaderboard never links to a failed or running run.
+    """
+    if not (user.is_staff or submission.system.owner_id == user.pk):
+        raise PermissionDenied("Only the system's owner can publish its submissions.")
+    if public and not submission.runs.filter(job__status=Job.Status.SUCCEEDED).exists():
+        raise ValueError("Only a submission with a finished, successful run can be published.")
+    Submission.objects.filter(pk=submission.pk).update(is_public=public)
+    submission.is_public = public
+    results_changed_notify(benchmark_id=submission.benchmark_id, protocol=submission.protocol)
+    return submission
+
+

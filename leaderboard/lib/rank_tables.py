@@ -1,0 +1,117 @@
+"""Tie-aware leaderboard ranks from per-dialogue sums (statistics.md "Comparing systems").
+
+A system's rank on a metric is 1 + the number of systems significantly better than it: the 95%
+percentile interval of the paired cluster-bootstrap difference lies on the better side of 0
+(B = 1000 dialogue resamples, seed 42, the same draws for every system). The bootstrap of a mean
+over dialogues needs only each dialogue's sum and count of unit values, so a finished run is
+reduced once to a `ClusterTable`, and ranking a whole leaderboard is a few matrix products.
+
+`better_matrices` computes, per metric, the full "j beats i" matrix over every run a leaderboard
+might show; `ranks` then answers for any subset of those runs (a viewer sees public runs plus
+their own) without bootstrapping again. Pure numpy: nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluation.lib.stats.bootstrap import (
+    cluster_replicate_means,
+    resample_counts,
+    significantly_better_matrix,
+)
+
+
+@dataclass(frozen=True)
+class ClusterTable:
+    """One run's unit values reduced to per-(metric, dialogue) sums and counts."""
+
+    metrics: list[str]
+    clusters: list[str]
+    sums: np.ndarray  # (len(metrics), len(clusters)) float64
+    counts: np.ndarray  # same shape, float64
+
+    @classmethod
+    def empty(cls) -> ClusterTable:
+        return cls([], [], np.zeros((0, 0)), np.zeros((0, 0)))
+
+    @classmethod
+    def from_bytes(cls, metrics, clusters, sums: bytes, counts: bytes) -> ClusterTable:
+        shape = (len(metrics), len(clusters))
+        return cls(list(metrics), list(clusters),
+                   np.frombuffer(bytes(sums), dtype=np.float64).reshape(shape),
+                   np.frombuffer(bytes(counts), dtype=np.float64).reshape(shape))
+
+
+def cluster_tables(rows: Iterable[tuple], run_ids: Sequence[int]) -> dict[int, ClusterTable]:
+    """Tables from grouped rows `(run_id, metric, dialogue_id, sum, count)`, one per run id
+    (a run without values gets an empty table)."""
+    grouped: dict[int, list[tuple]] = defaultdict(list)
+    for run_id, metric, dialogue_id, total, count in rows:
+        grouped[run_id].append((metric, dialogue_id, float(total), float(count)))
+    tables = {}
+    for run_id in run_ids:
+        entries = grouped.get(run_id, [])
+        metrics = sorted({e[0] for e in entries})
+        clusters = sorted({e[1] for e in entries})
+        m_index = {m: i for i, m in enumerate(metrics)}
+        c_index = {c: i for i, c in enumerate(clusters)}
+        sums = np.zeros((len(metrics), len(clusters)))
+        counts = np.zeros((len(metrics), len(clusters)))
+        for metric, dialogue_id, total, count in entries:
+            sums[m_index[metric], c_index[dialogue_id]] = total
+            counts[m_index[metric], c_index[dialogue_id]] = count
+        tables[run_id] = ClusterTable(metrics, clusters, sums, counts)
+    return tables
+
+
+def better_matrices(tables: Sequence[ClusterTable], metrics: Sequence[str],
+                    higher_is_better: Mapping[str, bool], *, n_resamples: int = 1000,
+                    seed: int = 42, confidence: float = 0.95) -> np.ndarray:
+    """A (metrics, runs, runs) bool array: [m, i, j] is True when run j is significantly better
+    than run i on metric m. Runs without a value on a metric beat nobody and lose to nobody."""
+    n_runs = len(tables)
+    clusters = sorted({c for table in tables for c in table.clusters})
+    c_index = {c: i for i, c in enumerate(clusters)}
+    columns = [np.fromiter((c_index[c] for c in t.clusters), np.int64, len(t.clusters))
+               for t in tables]
+    weights = resample_counts(len(clusters), n_resamples=n_resamples, seed=seed).astype(float)
+    out = np.zeros((len(metrics), n_runs, n_runs), dtype=bool)
+    for m, metric in enumerate(metrics):
+        sums = np.zeros((n_runs, len(clusters)))
+        counts = np.zeros((n_runs, len(clusters)))
+        for r, table in enumerate(tables):
+            if metric in table.metrics:
+                row = table.metrics.index(metric)
+                sums[r, columns[r]] = table.sums[row]
+                counts[r, columns[r]] = table.counts[row]
+        present = np.flatnonzero(counts.sum(axis=1) > 0)
+        if len(present) < 2:
+            continue
+        replicates = cluster_replicate_means(sums[present], counts[present], weights)
+        better = significantly_better_matrix(
+            replicates, higher_is_better=higher_is_better[metric], confidence=confidence)
+        out[m][np.ix_(present, present)] = better
+    return out
+
+
+def pack(better: np.ndarray) -> bytes:
+    return np.packbits(np.asarray(better, dtype=bool).ravel()).tobytes()
+
+
+def unpack(data: bytes, n_metrics: int, n_runs: int) -> np.ndarray:
+    size = n_metrics * n_runs * n_runs
+    bits = np.unpackbits(np.frombuffer(bytes(data), dtype=np.uint8), count=size)
+    return bits.reshape(n_metrics, n_runs, n_runs).astype(bool)
+
+
+def ranks(better: np.ndarray, positions: Sequence[int]) -> list[int]:
+    """Tie-aware ranks of the runs at POSITIONS among themselves (one metric's matrix)."""
+    if not positions:
+        return []
+    index = np.asarray(positions, dtype=np.int64)
+    return (1 + better[np.ix_(index, index)].sum(axis=1)).astype(int).tolist()
