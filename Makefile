@@ -46,6 +46,7 @@ browser:
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
 
 ## test: lint, migrations check, then pytest (PostgreSQL/Redis on 127.0.0.1 when reachable)

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from django.db import transaction
 
 from tests.browser.conftest import htmx_settled, screenshot
 from tests.conftest import PASSWORD
@@ -54,9 +55,10 @@ def log_in(page, username="researcher"):
 
 def test_upload_progress_publish_then_the_row_is_on_the_leaderboard(page, media, tiny_benchmark,
                                                                    researcher, monkeypatch):
+    from evaluation.services import jobs
     from evaluation.services import runs as evaluation_services
 
-    def slow_worker(job_id):  # a worker that picks the run up a moment later
+    def slow_worker(task, job_id):  # a worker that picks the run up a moment later
         def work():
             from django.db import connection
 
@@ -64,9 +66,9 @@ def test_upload_progress_publish_then_the_row_is_on_the_leaderboard(page, media,
             evaluation_services.run_process(job_id=job_id)
             connection.close()
 
-        threading.Thread(target=work).start()
+        transaction.on_commit(threading.Thread(target=work).start)
 
-    monkeypatch.setattr(evaluation_services, "_enqueue_evaluation", slow_worker)
+    monkeypatch.setattr(jobs, "task_enqueue", slow_worker)
     log_in(page)
     page.goto("/systems/new/")
     page.fill("input[name=name]", "Grounded CRS")

@@ -2,9 +2,10 @@
 is executed by a real Celery worker process, which records progress and results."""
 
 import pytest
+from django.db import transaction
 
 from evaluation.models import Job, Run
-from evaluation.services import runs as services
+from evaluation.services import jobs
 from evaluation.services.runs import run_create
 from evaluation.services.submissions import submission_create, system_create
 from evaluation.tasks import evaluate_run_job
@@ -17,9 +18,10 @@ def worker(transactional_db, tmp_path, settings, monkeypatch):
     settings.MEDIA_ROOT = tmp_path / "media"
     with celery_worker(FILESYSTEM, tmp_path, MEDIA_ROOT=str(settings.MEDIA_ROOT),
                        NLI_MODEL_PATH="") as (broker, process):
-        monkeypatch.setattr(
-            services, "_enqueue_evaluation",
-            lambda job_id: evaluate_run_job.apply_async((job_id,), connection=broker))
+        monkeypatch.setattr(  # this worker's broker, not the settings' one
+            jobs, "task_enqueue",
+            lambda task, job_id: transaction.on_commit(
+                lambda: evaluate_run_job.apply_async((job_id,), connection=broker)))
         yield process
 
 

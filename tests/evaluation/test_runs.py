@@ -126,8 +126,9 @@ def test_run_create_enqueues_the_task_on_commit(submission, django_capture_on_co
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         run = run_create(submission=submission)
     # The run is enqueued on commit; once it succeeds, the leaderboard's ranks are refreshed.
-    assert [c.__qualname__.split(".")[0] for c in callbacks] == ["job_create",
-                                                                 "rank_refresh_enqueue"]
+    assert [c.__qualname__.split(".")[0] for c in callbacks] == ["task_enqueue",
+                                                                 "results_changed_notify",
+                                                                 "task_enqueue"]
     run.job.refresh_from_db()
     assert run.job.status == Job.Status.SUCCEEDED and run.job.kind == Job.Kind.EVALUATION
     assert run.job.done == run.job.total > 0

@@ -25,11 +25,9 @@ def worker_broker(request, transactional_db, tmp_path):
 def test_worker_process_imports_a_benchmark_and_reports_progress(worker_broker, tiny_bundle_dir):
     broker, worker = worker_broker
 
-    def enqueue(job_id):
-        import_benchmark_job.apply_async((job_id,), connection=broker)
-
     job = job_create(kind=Job.Kind.IMPORT_BENCHMARK, params={"path": str(tiny_bundle_dir)},
-                     enqueue=enqueue)  # autocommit here, so on_commit enqueues at once
+                     task=None)
+    import_benchmark_job.apply_async((job.pk,), connection=broker)
     wait_for_job(job, worker, seconds=60)
     assert job.status == Job.Status.SUCCEEDED, job.error
     assert job.result == {"benchmark": "tiny"}
