@@ -25,8 +25,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sklearn.metrics import cohen_kappa_score
-
 from evaluation.lib.llm.conversation import ConversationLog, as_log, item_label, render_log
 from evaluation.lib.llm.core_rubrics import (
     DEBATE_ROLES,
@@ -44,8 +42,11 @@ from evaluation.lib.llm.judging import (
     extract_json_object,
 )
 from evaluation.lib.llm.judging import parse_rating as _parse_rating
+from evaluation.lib.stats.correlation import quadratic_weighted_kappa
 
 FACTOR_SCORE_RANGE = (0, 4)
+# the declared scale QWK is computed over (Appendix F), every point whether used or not
+FACTOR_SCALE = tuple(range(FACTOR_SCORE_RANGE[0], FACTOR_SCORE_RANGE[1] + 1))
 DEBATE_SCORE_RANGE = (0, 100)
 
 __all__ = [
@@ -67,7 +68,6 @@ __all__ = [
     "parse_factor_rating",
     "parse_persuasiveness",
     "persuasiveness_messages",
-    "quadratic_weighted_kappa",
     "qwk_by_factor",
     "recall_at_k",
     "run_debate",
@@ -620,22 +620,6 @@ def _largest_agreeing_group(scores: Sequence[float], tolerance: float) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def quadratic_weighted_kappa(
-    human: Sequence[int | None], model: Sequence[int | None], *, labels: Sequence[int] = range(5)
-) -> float | None:
-    """QWK over the units both rated; None when undefined (fewer than 2 pairs, no variance)."""
-    if len(human) != len(model):
-        raise ValueError("human and model ratings must be aligned (same length)")
-    pairs = [(h, m) for h, m in zip(human, model, strict=True) if h is not None and m is not None]
-    if len(pairs) < 2:
-        return None
-    y_human, y_model = zip(*pairs, strict=True)
-    if len(set(y_human) | set(y_model)) < 2:
-        return None  # one label used by both: no expected disagreement, kappa is undefined
-    kappa = cohen_kappa_score(y_human, y_model, weights="quadratic", labels=list(labels))
-    return None if math.isnan(kappa) else float(kappa)
-
-
 def qwk_by_factor(
     human: Mapping[str, Mapping[str, int | None]],
     judges: Mapping[str, Mapping[str, Mapping[str, int | None]]],
@@ -653,8 +637,9 @@ def qwk_by_factor(
         for model, ratings in judges.items():
             units = [u for u in human if u in ratings]
             table[factor][model] = quadratic_weighted_kappa(
-                [human[u].get(factor) for u in units], [ratings[u].get(factor) for u in units]
-            )
+                [human[u].get(factor) for u in units], [ratings[u].get(factor) for u in units],
+                labels=FACTOR_SCALE,
+            ).value
     return table
 
 

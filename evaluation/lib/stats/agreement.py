@@ -454,7 +454,11 @@ def cohen_kappa(
 
     Sequences are aligned by position, mappings joined on their keys; items either annotator left
     empty are dropped. Undefined with fewer than two items or when chance agreement is 1.
+    Weighted kappa needs LABELS, the declared scale in order (its weights are distances between
+    positions in it); for QWK call ``correlation.quadratic_weighted_kappa``.
     """
+    if weights is not None and labels is None:
+        raise ValueError("weighted kappa needs the declared scale's labels (labels=...)")
     method = "quadratic_weighted_kappa" if weights == "quadratic" else "cohen_kappa"
     a, b = _paired_labels(labels_a, labels_b)
     n = {"units": len(a)}

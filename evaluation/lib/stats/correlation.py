@@ -200,9 +200,18 @@ def system_level_correlation(
 
 
 def quadratic_weighted_kappa(
-    rater_a: Sequence | Mapping, rater_b: Sequence | Mapping, *, labels: Sequence | None = None
+    rater_a: Sequence | Mapping, rater_b: Sequence | Mapping, *, labels: Sequence
 ) -> Estimate:
-    """Cohen's kappa with quadratic weights (scikit-learn) between two raters on one scale."""
+    """Cohen's kappa with quadratic weights (scikit-learn ``cohen_kappa_score``) between two
+    raters on one declared scale: the project's only QWK.
+
+    LABELS is every point of the scale, in order (``range(0, 5)`` for CoRE's 0–4 factors),
+    whether the raters used it or not. It is required because the weights are squared distances
+    between positions in that list: inferred from the data, a 1–5 scale on which nobody said 1
+    would weigh a 2-vs-5 disagreement as 1-vs-4, and two studies would not be comparable.
+    Sequences are aligned by position, mappings joined on their keys; missing ratings (None)
+    are dropped; undefined (value None) with fewer than two pairs or a single label used.
+    """
     return cohen_kappa(rater_a, rater_b, weights="quadratic", labels=labels)
 
 

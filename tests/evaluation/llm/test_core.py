@@ -7,7 +7,6 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.metrics import cohen_kappa_score
 
 from evaluation.lib.llm.conversation import ConversationLog, render_log
 from evaluation.lib.llm.core import (
@@ -18,7 +17,6 @@ from evaluation.lib.llm.core import (
     parse_factor_rating,
     parse_persuasiveness,
     persuasiveness_messages,
-    quadratic_weighted_kappa,
     qwk_by_factor,
     recall_at_k,
     score_factors,
@@ -209,22 +207,6 @@ def test_an_llm_error_becomes_a_recorded_failure(llm_server, gateway):
 
 
 # --- mixture of evaluators ---------------------------------------------------------------------
-
-
-def test_qwk_matches_a_hand_computed_example():
-    # Observed disagreement: one (0, 1) pair, weight 1/16. Expected: (0,1) 1.5 and (1,0) 0.5
-    # pairs by chance, weight 1/16 each, so kappa = 1 - (1/16) / (2/16) = 0.5.
-    assert quadratic_weighted_kappa([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)
-    assert quadratic_weighted_kappa([0, 1, 2, 3, 4], [0, 1, 2, 3, 4]) == pytest.approx(1.0)
-
-
-def test_qwk_is_sklearns_and_skips_missing_pairs():
-    human = [0, 2, 4, 3, None, 1]
-    model = [1, 2, 3, 3, 2, None]
-    expected = cohen_kappa_score([0, 2, 4, 3], [1, 2, 3, 3], weights="quadratic", labels=range(5))
-    assert quadratic_weighted_kappa(human, model) == pytest.approx(expected)
-    assert quadratic_weighted_kappa([2], [2]) is None
-    assert quadratic_weighted_kappa([2, 2, 2], [2, 2, 2]) is None  # undefined, not 0 or 1
 
 
 def test_qwk_table_by_factor_and_model():

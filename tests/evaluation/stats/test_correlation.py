@@ -4,6 +4,7 @@ bootstrap CIs and the evaluator leaderboard."""
 import numpy as np
 import pytest
 from scipy import stats
+from sklearn.metrics import cohen_kappa_score
 
 from evaluation.lib.stats.agreement import cohen_kappa
 from evaluation.lib.stats.correlation import (
@@ -27,10 +28,47 @@ SKLEARN_Y2 = [0] * 50 + [1] * 40 + [2] * 10
 
 def test_qwk_reproduces_scikit_learn_reference_values():
     assert round(cohen_kappa(SKLEARN_Y1, SKLEARN_Y2).value, 4) == 0.9315
-    assert round(cohen_kappa(SKLEARN_Y1, SKLEARN_Y2, weights="linear").value, 4) == 0.9412
-    qwk = quadratic_weighted_kappa(SKLEARN_Y1, SKLEARN_Y2)
+    linear = cohen_kappa(SKLEARN_Y1, SKLEARN_Y2, weights="linear", labels=[0, 1, 2])
+    assert round(linear.value, 4) == 0.9412
+    qwk = quadratic_weighted_kappa(SKLEARN_Y1, SKLEARN_Y2, labels=[0, 1, 2])
     assert round(qwk.value, 4) == 0.9541
     assert qwk.method == "quadratic_weighted_kappa" and qwk.n == {"units": 100}
+
+
+
+def test_qwk_matches_a_hand_computed_example():
+    # Observed disagreement: one (0, 1) pair, weight 1/16. Expected: (0,1) 1.5 and (1,0) 0.5
+    # pairs by chance, weight 1/16 each, so kappa = 1 - (1/16) / (2/16) = 0.5 (scale 0-4).
+    assert quadratic_weighted_kappa([0, 0, 1, 1], [0, 1, 1, 1], labels=range(5)).value == \
+        pytest.approx(0.5)
+    assert quadratic_weighted_kappa([0, 1, 2, 3, 4], [0, 1, 2, 3, 4],
+                                    labels=range(5)).value == pytest.approx(1.0)
+
+
+def test_qwk_is_over_the_declared_scale_and_skips_missing_pairs():
+    human = [0, 2, 4, 3, None, 1]
+    model = [1, 2, 3, 3, 2, None]
+    expected = cohen_kappa_score([0, 2, 4, 3], [1, 2, 3, 3], weights="quadratic",
+                                 labels=list(range(5)))
+    assert quadratic_weighted_kappa(human, model, labels=range(5)).value == \
+        pytest.approx(expected)
+    # nobody said 3 on a 1-5 scale: over the declared scale 2-vs-4 is two points apart, while
+    # labels inferred from the data ([1, 2, 4, 5]) would make it one
+    a, b = [1, 2, 4, 5, 2], [2, 4, 4, 5, 1]
+    declared = quadratic_weighted_kappa(a, b, labels=range(1, 6)).value
+    assert declared == pytest.approx(
+        cohen_kappa_score(a, b, weights="quadratic", labels=[1, 2, 3, 4, 5]))
+    assert declared != pytest.approx(cohen_kappa_score(a, b, weights="quadratic"))
+    assert quadratic_weighted_kappa([2], [2], labels=range(5)).value is None
+    # one label used by both: undefined, not 0 or 1
+    assert quadratic_weighted_kappa([2, 2, 2], [2, 2, 2], labels=range(5)).value is None
+
+
+def test_weighted_kappa_refuses_to_guess_the_scale():
+    with pytest.raises(TypeError):
+        quadratic_weighted_kappa([0, 1], [1, 0])
+    with pytest.raises(ValueError, match="declared scale"):
+        cohen_kappa([0, 1], [1, 0], weights="linear")
 
 
 def test_item_correlation_hand_example_joins_on_shared_units():
