@@ -15,8 +15,9 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import exports, report_selectors, selectors, services
-from annotation.lib import charts, reports
+from annotation.lib import reports
 from annotation.lib.rendering import render_markdown
+from evaluation.lib import charts
 from evaluation.models import Job
 from evaluation.services.jobs import jobs_fail_stale
 
@@ -299,8 +300,10 @@ def _scatters(correlation: dict, aspect: str) -> list[dict]:
         pick = aspect if aspect in names else next((n for n in names if "overall" in n),
                                                    names[0])
         chosen += [plot for plot in plots if plot["aspect"] == pick]
-    return [{**plot, "chart": charts.scatter(plot["points"], x_label=plot["metric"],
-                                            y_label=f"human {plot['aspect_label']} (mean)"),
+    return [{**plot, "chart": charts.scatter(
+                 [charts.ScatterPoint("", x, y, group=group) for x, y, group in plot["points"]],
+                 x_label=plot["metric"], y_label=f"human {plot['aspect_label']} (mean)",
+                 width=420, height=300, margins=(52, 12, 12, 44)),
              "curve": charts.curve(
                  [(p["dialogues_per_system"], p["mean"], p["ci_low"], p["ci_high"])
                   for p in plot["efficiency"]],

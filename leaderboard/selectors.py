@@ -20,6 +20,7 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils.text import slugify
 
+from evaluation.lib import charts
 from evaluation.lib.formats.submission import iter_turn_records
 from evaluation.lib.highlight import span_segments
 from evaluation.lib.metrics import grounding
@@ -40,7 +41,7 @@ from evaluation.models import (
     UnitScore,
 )
 from evaluation.selectors.benchmarks import runs_compare
-from leaderboard.lib import charts, rank_tables
+from leaderboard.lib import rank_tables
 
 from .models import RankSnapshot
 

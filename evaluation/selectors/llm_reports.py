@@ -5,8 +5,8 @@ from collections import defaultdict
 
 from django.core.paginator import Paginator
 
+from evaluation.lib.charts import agreement_chart
 from evaluation.lib.llm import core
-from evaluation.lib.llm.charts import agreement_chart
 from evaluation.lib.llm.core_rubrics import DEBATE_ROLES, FACTOR_GUIDELINES
 from evaluation.lib.llm.evaluators import (
     CORE,

@@ -8,8 +8,9 @@ import math
 import pytest
 
 from annotation import exports
-from annotation.lib import charts, reports
+from annotation.lib import reports
 from annotation.lib.labels import FieldSpec, LabelRow, LabelTable, NativeItem, native_rows
+from evaluation.lib import charts
 
 # Krippendorff (2011), example C: observers A–D × 12 units, None = missing.
 EXAMPLE_C = {
@@ -240,8 +241,9 @@ def test_heatmap_has_one_cell_per_factor_pair_and_scatter_one_point_per_unit():
     chart = charts.heatmap(["a", "b", "c"], [[1, 0.5, None], [0.5, 1, -0.2], [None, -0.2, 1]])
     assert len(chart["cells"]) == 9
     assert chart["cells"][2]["fill"] == "#e5e7eb" and chart["cells"][5]["fill"] != "#ffffff"
-    plot = charts.scatter([(0.1, 1, "x"), (0.5, 2, "y"), (0.9, 3, "x")], x_label="m",
-                          y_label="h")
+    plot = charts.scatter([charts.ScatterPoint("", x, y, group=g)
+                           for x, y, g in [(0.1, 1, "x"), (0.5, 2, "y"), (0.9, 3, "x")]],
+                          x_label="m", y_label="h")
     assert len(plot["points"]) == 3 and len(plot["legend"]) == 2
     assert plot["points"][0]["cx"] < plot["points"][2]["cx"]
     assert plot["points"][0]["cy"] > plot["points"][2]["cy"]  # higher is up
@@ -250,12 +252,12 @@ def test_heatmap_has_one_cell_per_factor_pair_and_scatter_one_point_per_unit():
 def test_curve_draws_the_defined_means_and_their_band_from_minus_one_to_one():
     chart = charts.curve([(1, None, None, None), (2, 0.2, -0.4, 0.6), (5, 1.0, 1.0, 1.0)],
                          x_label="turns per system", y_label="ρ")
-    assert [t["label"] for t in chart["x_ticks"]] == ["1", "2", "5"]
+    assert [label for _, label in chart["x_ticks"]] == ["1", "2", "5"]
     assert len(chart["dots"]) == 2 and len(chart["line"].split()) == 2
     assert len(chart["band"].split()) == 4  # two upper corners, two lower
     top, bottom = chart["plot"]["top"], chart["plot"]["bottom"]
     assert chart["dots"][1]["cy"] == top  # ρ = 1 at the top
-    assert [t["y"] for t in chart["y_ticks"]][0] == bottom  # -1 at the bottom
+    assert chart["y_ticks"][0] == (bottom, "-1.0")  # -1 at the bottom
     assert charts.curve([(1, None, None, None)], x_label="x", y_label="y")["line"] == ""
 
 

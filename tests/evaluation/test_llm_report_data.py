@@ -3,7 +3,7 @@ stored debate read back from its rows."""
 
 import math
 
-from evaluation.lib.llm.charts import agreement_chart
+from evaluation.lib.charts import agreement_chart
 from evaluation.lib.llm.core import DebateResult, agreement_curve
 
 

@@ -1,8 +1,9 @@
-"""Chart geometry: right number of marks, whiskers around points, normalisation by range."""
+"""Chart geometry (evaluation.lib.charts, the one module every page uses): right number of
+marks, whiskers around points, normalisation by range."""
 
 import pytest
 
-from leaderboard.lib import charts
+from evaluation.lib import charts
 
 
 def test_nice_ticks_are_round_and_cover_the_range():
@@ -63,3 +64,29 @@ def test_forest_is_symmetric_around_zero():
     zero = data["zero"]
     assert data["marks"][0]["cx"] > zero > data["marks"][1]["cx"]
     assert abs((data["left"] + data["right"]) / 2 - zero) < 1
+
+
+def test_one_tick_rule_for_every_axis():
+    # a span of 0.01 in about five steps: 0.002 rounds up to a step of 0.0025, four decimals
+    assert charts.tick_labels(charts.nice_ticks(0.99, 1.0)) == ["0.9900", "0.9925", "0.9950",
+                                                                "0.9975", "1.0000"]
+    assert charts.tick_labels([0.0, 0.25, 0.5]) == ["0.00", "0.25", "0.50"]
+    scale = charts.linear(0.0, 1.0, 100, 0)  # a y axis: up is smaller
+    assert charts.axis_ticks(0.0, 1.0, scale, count=2) == [(100, "0.0"), (50, "0.5"), (0, "1.0")]
+
+
+def test_extent_pads_the_data_and_stays_inside_declared_bounds():
+    assert charts.extent([0.2, 0.7]) == pytest.approx((0.17, 0.73))
+    assert charts.extent([0.2, 0.99], (0, 1))[1] == 1
+    assert charts.extent([0.5, 0.5]) == pytest.approx((0.45, 0.55))  # degenerate: widened
+    assert charts.extent([None], (0, 5)) == (0, 5)
+
+
+def test_scatter_colours_points_by_group_with_a_legend():
+    data = charts.scatter([charts.ScatterPoint("", 0.1, 1, group="x"),
+                           charts.ScatterPoint("", 0.5, 2, group="y"),
+                           charts.ScatterPoint("", 0.9, 3, group="x")],
+                          x_label="m", y_label="h", width=420, height=300)
+    assert [item["label"] for item in data["legend"]] == ["x", "y"]
+    assert data["points"][0]["fill"] == data["points"][2]["fill"] != data["points"][1]["fill"]
+    assert charts.scatter([], x_label="m", y_label="h")["x_ticks"] == []

@@ -8,6 +8,5 @@
 - ``local_server``: a local Hugging Face model behind an OpenAI-compatible API.
 - ``evaluators`` / ``names``: what each LLM evaluator declares (metrics, version, protocol).
 - ``adapters``: Concord's formats as the judges' and baselines' inputs.
-- ``charts``: the agreement-over-rounds chart as SVG coordinates.
 - ``cost_report``: CoRE's tokens per log, measured against a local dry-run server.
 """
