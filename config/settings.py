@@ -282,6 +282,12 @@ if LLM_MAX_CONCURRENCY < 1 or LLM_MAX_RETRIES < 0 or LLM_BACKOFF_SECONDS < 0:
     raise ImproperlyConfigured("CONCORD_LLM_MAX_CONCURRENCY must be at least 1, "
                                "CONCORD_LLM_MAX_RETRIES and CONCORD_LLM_BACKOFF_SECONDS at least 0")
 
+# Live systems (docs/formats.md §4): the addresses Concord may call on a researcher's behalf.
+# Entries are IP addresses, CIDR networks, host names or `public` (any global address). Loopback
+# only in development; nothing in production until the operator lists what is allowed.
+LIVE_ALLOWED_HOSTS = env_list(
+    "CONCORD_LIVE_ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.0/8", "::1"])
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

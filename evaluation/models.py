@@ -6,6 +6,7 @@ benchmark, and every cross-reference is a foreign key checked by the database.
 """
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 
@@ -263,8 +264,19 @@ class Citation(models.Model):
         return f"[{self.label}] {self.quote[:40]}"
 
 
+class LiveKind(models.TextChoices):
+    HTTP = "http", "HTTP endpoint"
+    INPROCESS = "inprocess", "in-process baseline"
+
+
+ENV_NAME_VALIDATOR = RegexValidator(r"^[A-Z_][A-Z0-9_]*$",
+                                    "an environment variable name such as MY_CRS_KEY")
+
+
 class System(models.Model):
     """A conversational recommender a researcher (or Concord, for baselines) evaluates."""
+
+    LiveKind = LiveKind
 
     slug = models.SlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200)
@@ -282,13 +294,48 @@ class System(models.Model):
         null=True, blank=True,
         help_text="accepted uploads per UTC day; empty: the site default "
                   "(CONCORD_DAILY_SUBMISSION_QUOTA)")
+    # A live system answers turn by turn (docs/formats.md §4): an HTTP endpoint, or one of
+    # Concord's baselines run in-process. The API key is never stored, only the NAME of the
+    # environment variable holding it on the machines that call the system.
+    live_kind = models.CharField(max_length=10, choices=LiveKind.choices, blank=True,
+                                 help_text="empty: not live")
+    live_endpoint = models.URLField(max_length=500, blank=True)
+    live_adapter = models.CharField(max_length=50, blank=True,
+                                    help_text="the in-process baseline, e.g. tfidf")
+    live_api_key_env = models.CharField(
+        max_length=100, blank=True, validators=[ENV_NAME_VALIDATOR],
+        help_text="name of the environment variable with the key (sent as a Bearer token)")
+    live_timeout_seconds = models.FloatField(default=30.0)
+    live_max_retries = models.PositiveSmallIntegerField(default=2)
+    live_backoff_seconds = models.FloatField(default=0.5)
+    live_max_concurrency = models.PositiveSmallIntegerField(default=4)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(live_kind__in=["", "http", "inprocess"]),
+                                   name="system_live_kind"),
+            models.CheckConstraint(
+                condition=~Q(live_kind="http") | ~Q(live_endpoint=""),
+                name="system_live_http_has_endpoint"),
+            models.CheckConstraint(
+                condition=~Q(live_kind="inprocess") | ~Q(live_adapter=""),
+                name="system_live_inprocess_has_adapter"),
+            models.CheckConstraint(
+                condition=Q(live_timeout_seconds__gt=0, live_timeout_seconds__lte=600,
+                            live_backoff_seconds__gte=0, live_backoff_seconds__lte=60,
+                            live_max_retries__lte=10, live_max_concurrency__gte=1,
+                            live_max_concurrency__lte=64),
+                name="system_live_call_settings"),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_live(self) -> bool:
+        return bool(self.live_kind)
 
 
 def submission_upload_path(instance, filename: str) -> str:

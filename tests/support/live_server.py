@@ -1,0 +1,108 @@
+"""A real HTTP live system for tests (docs/formats.md §4): a threaded server on 127.0.0.1 that
+answers each `concord-live/1` request with `script(request_json) -> reply`.
+
+A reply is a dict (sent as JSON with status 200), a `Raw(status, body, delay)` for faults
+(malformed JSON, 5xx, slowness), or `DROP` to close the connection without answering. Every
+request (body and headers) is recorded, and the largest number of requests in flight at once is
+measured, so tests can check the client's concurrency limit.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Raw:
+    status: int = 200
+    body: bytes = b""
+    delay: float = 0.0
+    headers: dict = field(default_factory=dict)
+
+
+DROP = object()
+
+
+@dataclass
+class LiveServer:
+    script: Callable[[dict], Any]
+    requests: list[dict] = field(default_factory=list)
+    headers: list[dict] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/crs"
+
+    def start(self) -> LiveServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format, *args):  # noqa: A002 - stdlib signature
+                return
+
+            def do_POST(self):  # noqa: N802 - stdlib naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append(dict(self.headers))
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    reply = server.script(body)
+                    if reply is DROP:
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    if not isinstance(reply, Raw):
+                        reply = Raw(200, json.dumps(reply).encode())
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+
+@contextmanager
+def live_server(script: Callable[[dict], Any]) -> Iterator[LiveServer]:
+    server = LiveServer(script).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def first_items(item_ids: list[str], text: str = "How about these?") -> Callable[[dict], dict]:
+    """A script that always recommends ITEM_IDS (a trivially correct live system)."""
+    return lambda request: {"response": text, "ranked_item_ids": list(item_ids)}
