@@ -5,68 +5,94 @@ its member, item, study and draft; a submission then locks the assignment, reads
 labels and stores the annotation. The first time a web process shows an item it also reads the
 item's letters and cited reviews. Through the ORM each of these statements costs about a
 millisecond of query compilation, more than the database spends on it, so they are written
-here, built once from the models' own field lists (`config.rows`); tests check that they do
-what the ORM would.
+here, built once per process from the models' metadata: tables, joins, WHERE and SET columns
+all come from `config.rows` (`table`, `column`, `where`, `Columns`), none is spelled out.
+Rows come back as model instances or named rows (`Label`); tests check that they hold what
+the ORM would (docs/hot-path.md).
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any, NamedTuple
 
 from django.db import connection
 
 from config import rows
+from config.rows import column as col
+from config.rows import table
 from evaluation.models import Item, Review
 
 from .models import Annotation, Assignment, BlindingEntry, Draft, Study, StudyItem, StudyMember
 
 
+class Lookup(NamedTuple):
+    """The statement that finds an annotator's assignment, and how to read its row."""
+
+    sql: str
+    assignment: rows.Columns
+    member: rows.Columns
+    item: rows.Columns
+    study: rows.Columns
+    draft: rows.Columns  # the draft's values only (LEFT JOIN: None without a draft)
+
+
 @functools.cache
-def _lookup() -> tuple[str, list[rows.Columns], tuple]:
-    quote = connection.ops.quote_name
-    parts = [rows.Columns(model, alias) for alias, model in
-             (("a", Assignment), ("m", StudyMember), ("i", StudyItem), ("s", Study))]
-    draft_values = Draft._meta.get_field("values")
-    sql = (f"SELECT {', '.join(part.sql for part in parts)}, d.{quote(draft_values.column)} "
-           f"FROM {quote(Assignment._meta.db_table)} a "
-           f"JOIN {quote(StudyMember._meta.db_table)} m ON m.id = a.member_id "
-           f"JOIN {quote(StudyItem._meta.db_table)} i ON i.id = a.item_id "
-           f"JOIN {quote(Study._meta.db_table)} s ON s.id = m.study_id "
-           f"LEFT JOIN {quote(Draft._meta.db_table)} d ON d.assignment_id = a.id "
-           "WHERE m.user_id = %s AND s.slug = %s AND a.position = %s")
-    return sql, parts, rows.converters(draft_values, "d")
+def _lookup() -> Lookup:
+    a, m, i, s = (rows.Columns(Assignment, "a"), rows.Columns(StudyMember, "m"),
+                  rows.Columns(StudyItem, "i"), rows.Columns(Study, "s"))
+    d = rows.Columns(Draft, "d", ("values",))
+    sql = (f"SELECT {a.sql}, {m.sql}, {i.sql}, {s.sql}, {d.sql} "
+           f"FROM {table(Assignment)} a "
+           f"JOIN {table(StudyMember)} m "
+           f"ON {col(StudyMember, 'pk', 'm')} = {col(Assignment, 'member', 'a')} "
+           f"JOIN {table(StudyItem)} i "
+           f"ON {col(StudyItem, 'pk', 'i')} = {col(Assignment, 'item', 'a')} "
+           f"JOIN {table(Study)} s ON {col(Study, 'pk', 's')} = {col(StudyMember, 'study', 'm')} "
+           f"LEFT JOIN {table(Draft)} d "
+           f"ON {col(Draft, 'assignment', 'd')} = {col(Assignment, 'pk', 'a')} "
+           f"WHERE {rows.where(StudyMember, (('user', '='),), 'm')} "
+           f"AND {rows.where(Study, (('slug', '='),), 's')} "
+           f"AND {rows.where(Assignment, (('position', '='),), 'a')}")
+    return Lookup(sql, a, m, i, s, d)
 
 
 def assignment_lookup(*, user_id: int, slug: str, position: int) -> Assignment | None:
-    """USER_ID's assignment at POSITION in study SLUG, or None; related objects attached and
-    the draft's values in `draft_values` (None without a draft)."""
-    sql, parts, draft_plan = _lookup()
+    """USER_ID's assignment at POSITION in study SLUG, or None; its member, item and study
+    attached, and the draft's values in `draft_values` (None without a draft)."""
+    lookup = _lookup()
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user_id, slug, position])
+        cursor.execute(lookup.sql, [user_id, slug, position])
         row = cursor.fetchone()
     if row is None:
         return None
-    built, at = [], 0
-    for part in parts:
-        built.append(part.build(row, at))
+    at = 0
+    built = {}
+    for name in ("assignment", "member", "item", "study"):
+        part = getattr(lookup, name)
+        built[name] = part.build(row, at)
         at += part.width
-    assignment, member, item, study = built
-    member.study = item.study = study
-    assignment.member, assignment.item = member, item
-    draft = row[at]
-    assignment.draft_values = None if draft is None else rows.convert(draft, draft_plan)
+    assignment, study = built["assignment"], built["study"]
+    built["member"].study = built["item"].study = study
+    assignment.member, assignment.item = built["member"], built["item"]
+    draft = row[at]  # the draft part of the row: NULL without a draft, no conversion then
+    assignment.draft_values = None if draft is None else lookup.draft.values(row, at)[0]
     return assignment
 
 
 @functools.cache
 def _touch(submitted: bool) -> str:
-    quote = connection.ops.quote_name
+    def c(name: str) -> str:
+        return col(Assignment, name)
+
     status = ("%s" if submitted else  # working on an item that timed out takes it back
-              "CASE WHEN status = %s THEN %s ELSE status END")
-    done = ", released_at = NULL, submitted_at = COALESCE(submitted_at, %s)" if submitted else ""
-    return (f"UPDATE {quote(Assignment._meta.db_table)} SET last_active_at = %s, "
-            "focused_ms = CASE WHEN focused_ms < %s THEN %s ELSE focused_ms END, "
-            f"status = {status}{done} WHERE id = %s")
+              f"CASE WHEN {c('status')} = %s THEN %s ELSE {c('status')} END")
+    done = (f", {c('released_at')} = NULL, "
+            f"{c('submitted_at')} = COALESCE({c('submitted_at')}, %s)") if submitted else ""
+    return (f"UPDATE {table(Assignment)} SET {c('last_active_at')} = %s, "
+            f"{c('focused_ms')} = CASE WHEN {c('focused_ms')} < %s THEN %s "
+            f"ELSE {c('focused_ms')} END, "
+            f"{c('status')} = {status}{done} WHERE {rows.where(Assignment, (('pk', '='),))}")
 
 
 def touch(assignment_id: int, *, now, focused_ms: int, submitted: bool) -> None:
@@ -84,35 +110,46 @@ def touch(assignment_id: int, *, now, focused_ms: int, submitted: bool) -> None:
                        [when, focused_ms, focused_ms, *status, *done, assignment_id])
 
 
+class Label(NamedTuple):
+    """One annotation of an item, as a submission needs it."""
+
+    pk: int
+    annotator_id: int
+    values: dict[str, Any]
+    revision_count: int
+
+
 @functools.cache
-def _labels() -> tuple[str, tuple]:
-    quote = connection.ops.quote_name
-    values = Annotation._meta.get_field("values")
-    return (f"SELECT id, annotator_id, {quote(values.column)}, revision_count "
-            f"FROM {quote(Annotation._meta.db_table)} t WHERE item_id = %s"), \
-        rows.converters(values, "t")
+def _labels() -> tuple[str, rows.Columns]:
+    columns = rows.Columns(Annotation, "t", Label._fields)
+    return (f"SELECT {columns.sql} FROM {table(Annotation)} t "
+            f"WHERE {rows.where(Annotation, (('item', '='),), 't')}"), columns
 
 
-def item_labels(item_id: int) -> list[tuple[int, int, dict, int]]:
-    """(pk, annotator id, values, revision count) of every annotation of the item."""
-    sql, plan = _labels()
+def item_labels(item_id: int) -> list[Label]:
+    """Every annotation of the item."""
+    sql, columns = _labels()
     with connection.cursor() as cursor:
         cursor.execute(sql, [item_id])
         found = cursor.fetchall()
-    return [(pk, annotator, rows.convert(values, plan), count)
-            for pk, annotator, values, count in found]
+    return [Label(*columns.values(row)) for row in found]
+
+
+@functools.cache
+def _draft_delete() -> str:
+    return f"DELETE FROM {table(Draft)} WHERE {rows.where(Draft, (('assignment', '='),))}"
 
 
 def draft_delete(assignment_id: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {connection.ops.quote_name(Draft._meta.db_table)} "
-                       "WHERE assignment_id = %s", [assignment_id])
+        cursor.execute(_draft_delete(), [assignment_id])
 
 
 @functools.cache
 def _letters(count: int) -> str:
-    return (f"SELECT id, letter FROM {connection.ops.quote_name(BlindingEntry._meta.db_table)} "
-            f"WHERE id IN ({rows.placeholders(count)})")
+    return (f"SELECT {col(BlindingEntry, 'pk')}, {col(BlindingEntry, 'letter')} "
+            f"FROM {table(BlindingEntry)} "
+            f"WHERE {col(BlindingEntry, 'pk')} IN ({rows.placeholders(count)})")
 
 
 def letters(entry_ids: list[int]) -> dict[int, str]:
@@ -126,11 +163,11 @@ def letters(entry_ids: list[int]) -> dict[int, str]:
 
 @functools.cache
 def _cited(count: int) -> tuple[str, rows.Columns, rows.Columns]:
-    quote = connection.ops.quote_name
     review, item = rows.Columns(Review, "r"), rows.Columns(Item, "i")
-    return (f"SELECT {review.sql}, {item.sql} FROM {quote(Review._meta.db_table)} r "
-            f"JOIN {quote(Item._meta.db_table)} i ON i.id = r.item_id "
-            f"WHERE r.benchmark_id = %s AND r.external_id IN ({rows.placeholders(count)})"), \
+    return (f"SELECT {review.sql}, {item.sql} FROM {table(Review)} r "
+            f"JOIN {table(Item)} i ON {col(Item, 'pk', 'i')} = {col(Review, 'item', 'r')} "
+            f"WHERE {rows.where(Review, (('benchmark', '='),), 'r')} "
+            f"AND {col(Review, 'external_id', 'r')} IN ({rows.placeholders(count)})"), \
         review, item
 
 

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from django.core.cache import caches
 from django.db.models import Count, Max, Q, Sum
 
 from annotation import rows
@@ -21,7 +22,6 @@ from evaluation.lib.highlight import span_segments
 from evaluation.lib.metrics.quotes import extract_quotes
 from evaluation.models import DialogueItem, Review
 
-from .memo import Memo
 from .models import Annotation, Assignment, Study, StudyItem, StudyMember
 
 # --- the item page -------------------------------------------------------------------------
@@ -107,13 +107,24 @@ def _current_values(assignment: Assignment) -> tuple[dict, str]:
 
 
 # Items are snapshots, the blinding map is drawn once, and a benchmark cannot be replaced while
-# a study uses it: each web process keeps what an item page derives from them (docs/performance.md).
-ITEM_MEMO = Memo(size=2048, seconds=600)
+# a study uses it: each web process keeps what an item page derives from them in its own
+# memory, Django's "items" cache (settings.CACHES; docs/hot-path.md).
+ITEM_CACHE = "items"
 
 
-def _item_key(item: StudyItem, study: Study, *parts) -> tuple:
+def item_cache_key(item: StudyItem, study: Study, *parts) -> str:
     # created_at tells apart a study that reuses a deleted one's primary keys
-    return (item.pk, item.study_id, study.created_at.timestamp(), *parts)
+    return ":".join(str(part) for part in (item.pk, item.study_id, study.created_at.timestamp(),
+                                           *parts))
+
+
+def _cached(key: str, build):
+    cache = caches[ITEM_CACHE]
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value)
+    return value
 
 
 def item_static(item: StudyItem, study: Study) -> dict:
@@ -132,7 +143,7 @@ def item_static(item: StudyItem, study: Study) -> dict:
             found["candidates"] = [(c, by_item[c.pk]) for c in candidates]
         return found
 
-    return ITEM_MEMO.get(_item_key(item, study, "static"), build)
+    return _cached(item_cache_key(item, study, "static"), build)
 
 
 def _find(text: str, quote: str) -> int:
@@ -182,13 +193,28 @@ def _response_view(text: str, citations: list[dict], letter: str, reviews: dict,
     return ResponseView(letter, segments, listed, shown)
 
 
+@dataclass(frozen=True)
+class ItemView:
+    """What the item's own part of the page (dialogue, response, reviews, forms) depends on:
+    the item, its study's settings, the values to show, and the two per-annotator choices,
+    the side swap of a pair and the shuffle of a candidate pool. Nothing else of the
+    assignment, so a fresh item's rendering can be shared between annotators."""
+
+    item: StudyItem
+    study: Study
+    values: dict
+    swapped: bool = False
+    shuffle_seed: str = ""  # a recommend item's per-annotator candidate order
+
+
 def item_page(*, assignment: Assignment, render_body) -> dict:
     """Everything the item page shows, in at most two queries beyond the assignment.
 
-    The item's own part (the dialogue, the response, its reviews and the empty forms) goes
-    through RENDER_BODY(context) -> (main, panel) HTML. A fresh item (no draft, no annotation)
-    looks the same to every annotator, so that part is rendered once per web process and
-    reused; only a per-annotator order (a shuffled candidate pool) opts out.
+    The item's own part goes through RENDER_BODY(context) -> (main, panel) HTML, from a
+    context built by `item_body_context` out of an `ItemView` alone. A fresh item (no draft,
+    no annotation) looks the same to every annotator with the same side swap, so that part is
+    rendered once per web process and kept in the "items" cache; only a per-annotator order
+    (a shuffled candidate pool) opts out.
     """
     item, study = assignment.item, assignment.item.study
     values, state = _current_values(assignment)
@@ -199,30 +225,40 @@ def item_page(*, assignment: Assignment, render_body) -> dict:
     }
     if context["is_practice"] and state == "submitted":
         context["practice_feedback"] = practice_feedback(item.expected, values)
+    view = ItemView(item, study, values, swapped=assignment.swapped,
+                    shuffle_seed=(f"candidates:{assignment.pk}"
+                                  if item.mode == StudyItem.Mode.RECOMMEND else ""))
 
     def build() -> tuple[str, str]:
-        body = {**context, "values": values, "turns": item.context,
-                "comment": values.get("comment", ""), "flagged": bool(values.get("flag")),
-                "flag_reason": values.get("flag_reason", "")}
-        builder = {
-            StudyItem.Mode.RESPONSE: _response_page,
-            StudyItem.Mode.CONVERSATION: _conversation_page,
-            StudyItem.Mode.RECOMMEND: _recommend_page,
-            StudyItem.Mode.PAIRWISE: _pairwise_page,
-        }[item.mode]
-        body.update(builder(assignment, item, study, values, item_static(item, study)))
-        body["forms"] = set(body.pop("layout").forms)
-        return render_body(body)
+        return render_body(item_body_context(view))
 
-    shared = state == "new" and item.mode != StudyItem.Mode.RECOMMEND
+    shared = state == "new" and not view.shuffle_seed
     context["main_html"], context["panel_html"] = (
-        ITEM_MEMO.get(_item_key(item, study, "body", assignment.swapped), build)
-        if shared else build())
+        _cached(item_cache_key(item, study, "body", view.swapped), build) if shared
+        else build())
     return context
 
 
-def _response_page(assignment, item, study, values, static) -> dict:
-    layout = item_layout(item, study)
+def item_body_context(view: ItemView) -> dict:
+    """The template context of the item's own part: built from VIEW only."""
+    item, values = view.item, view.values
+    body = {"item": item, "values": values, "turns": item.context,
+            "comment": values.get("comment", ""), "flagged": bool(values.get("flag")),
+            "flag_reason": values.get("flag_reason", "")}
+    builder = {
+        StudyItem.Mode.RESPONSE: _response_page,
+        StudyItem.Mode.CONVERSATION: _conversation_page,
+        StudyItem.Mode.RECOMMEND: _recommend_page,
+        StudyItem.Mode.PAIRWISE: _pairwise_page,
+    }[item.mode]
+    body.update(builder(view, item_static(item, view.study)))
+    body["forms"] = set(body.pop("layout").forms)
+    return body
+
+
+def _response_page(view: ItemView, static: dict) -> dict:
+    item, values = view.item, view.values
+    layout = item_layout(item, view.study)
     response = _response_view(item.response_text, item.citations,
                               static["letters"][item.blind_id], static["reviews"],
                               values, with_rows=taskforms.CITATION in layout.forms)
@@ -236,8 +272,9 @@ def _response_page(assignment, item, study, values, static) -> dict:
             "checklist": [(c, c.value in chosen) for c in taskforms.ERROR_CATEGORIES]}
 
 
-def _conversation_page(assignment, item, study, values, static) -> dict:
-    layout = item_layout(item, study)
+def _conversation_page(view: ItemView, static: dict) -> dict:
+    item, values = view.item, view.values
+    layout = item_layout(item, view.study)
     face = values.get("face", {})
     core = values.get("core", {})
     turns = []
@@ -261,11 +298,12 @@ def _conversation_page(assignment, item, study, values, static) -> dict:
     }
 
 
-def _recommend_page(assignment, item, study, values, static) -> dict:
+def _recommend_page(view: ItemView, static: dict) -> dict:
+    item, values = view.item, view.values
     pool = list(static["candidates"])
     # The pool's stored order could hint at the answer; each annotator sees their own shuffle.
-    random.Random(f"candidates:{assignment.pk}").shuffle(pool)
-    layout = item_layout(item, study, candidate_ids=tuple(c.external_id for c, _ in pool))
+    random.Random(view.shuffle_seed).shuffle(pool)
+    layout = item_layout(item, view.study, candidate_ids=tuple(c.external_id for c, _ in pool))
     rec = values.get("recommend", {})
     picked = set(rec.get("items", []))
     cited = {q["review_id"] for q in rec.get("quotes", [])}
@@ -282,16 +320,17 @@ def _recommend_page(assignment, item, study, values, static) -> dict:
     }
 
 
-def _pairwise_page(assignment, item, study, values, static) -> dict:
-    layout = item_layout(item, study, swapped=assignment.swapped)
+def _pairwise_page(view: ItemView, static: dict) -> dict:
+    item, values = view.item, view.values
+    layout = item_layout(item, view.study, swapped=view.swapped)
     letters, reviews = static["letters"], static["reviews"]
     a = _response_view(item.response_text, item.citations, letters[item.blind_id], reviews,
                        None, with_rows=False)
     b = _response_view(item.response_b_text, item.citations_b, letters[item.blind_b_id],
                        reviews, None, with_rows=False)
-    left, right = (b, a) if assignment.swapped else (a, b)
+    left, right = (b, a) if view.swapped else (a, b)
     pair = values.get("pairwise", {})
-    shown = taskforms.pairwise_to_display(pair.get("choice"), assignment.swapped)
+    shown = taskforms.pairwise_to_display(pair.get("choice"), view.swapped)
     row = ScaleRow("pair-choice", "Which response is better?", [
         Point("left", f"System {left.letter} is better", "1", "", shown == "left"),
         Point("tie", "Tie", "2", "", shown == "tie"),

@@ -617,18 +617,18 @@ def annotation_submit(*, assignment: Assignment, data: Mapping, focused_ms: int 
         # The item's labels: the idempotency check, and the tie check at the k-th label.
         labels = rows.item_labels(item.pk)  # its reply comes once the UPDATE has the lock
         now = timezone.now()  # after the lock: later than any submission that got it first
-        mine = next((row for row in labels if row[1] == annotator_id), None)
-        if mine is not None and mine[2] == parsed.values:
-            return SubmitResult(Annotation(pk=mine[0], item=item, annotator_id=annotator_id,
-                                           values=mine[2]), [])  # a retry or double click
+        mine = next((label for label in labels if label.annotator_id == annotator_id), None)
+        if mine is not None and mine.values == parsed.values:
+            return SubmitResult(Annotation(pk=mine.pk, item=item, annotator_id=annotator_id,
+                                           values=mine.values), [])  # a retry or double click
         if mine is None:
             annotation = insert(Annotation(
                 assignment=assignment, item=item, annotator_id=annotator_id,
                 values=parsed.values, submitted_at=now, updated_at=now, time_spent_ms=spent))
         else:
-            annotation = Annotation(pk=mine[0], item=item, annotator_id=annotator_id,
-                                    values=parsed.values, revision_count=mine[3] + 1)
-            Annotation.objects.filter(pk=mine[0]).update(
+            annotation = Annotation(pk=mine.pk, item=item, annotator_id=annotator_id,
+                                    values=parsed.values, revision_count=mine.revision_count + 1)
+            Annotation.objects.filter(pk=mine.pk).update(
                 values=parsed.values, updated_at=now, time_spent_ms=spent,
                 revision_count=F("revision_count") + 1)
         insert(AnnotationRevision(annotation=annotation, number=annotation.revision_count,
@@ -638,9 +638,9 @@ def annotation_submit(*, assignment: Assignment, data: Mapping, focused_ms: int 
         if (mine is None and study.tie_break_extra and item.kind == StudyItem.Kind.NORMAL
                 and len(labels) + 1 >= study.overlap_k):  # only the k-th label can tie
             excluded = set(StudyMember.objects.filter(
-                study=study, user_id__in=[row[1] for row in labels], excluded=True
+                study=study, user_id__in=[label.annotator_id for label in labels], excluded=True
             ).values_list("user_id", flat=True))
-            counted = [row[2] for row in labels if row[1] not in excluded]
+            counted = [label.values for label in labels if label.annotator_id not in excluded]
             counted += [] if assignment.member.excluded else [parsed.values]
             _maybe_extend_for_tie(item, study, counted)
     return SubmitResult(annotation, [], created=mine is None, changed=mine is not None)

@@ -15,7 +15,7 @@ from . import rows
 
 class SessionStore(db.SessionStore):
     def _get_session_from_db(self):
-        session = rows.one(self.model, "t.session_key = %s AND t.expire_date > %s",
+        session = rows.one(self.model, (("session_key", "="), ("expire_date", ">")),
                            [self.session_key, timezone.now()])
         if session is None:
             self._session_key = None
@@ -24,5 +24,5 @@ class SessionStore(db.SessionStore):
 
 class ModelBackend(backends.ModelBackend):
     def get_user(self, user_id):
-        user = rows.one(get_user_model(), "t.id = %s", [user_id])
+        user = rows.one(get_user_model(), (("pk", "="),), [user_id])
         return user if user is not None and self.user_can_authenticate(user) else None

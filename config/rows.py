@@ -1,12 +1,14 @@
-"""Hand-written statements for the few things every request does.
+"""Hand-written statements for the few things every request does (docs/hot-path.md).
 
 Through the ORM, compiling a query costs more Python than the database spends answering it
 (docs/performance.md, "Annotation"). For the reads on every request (the session, the user,
 an annotator's assignment) and the rows a submission inserts, the statement is instead built
-once from the models' own field lists, so it follows every migration; rows read become ordinary
-model instances through the same converters the ORM applies, and values written go through
-each field's own `pre_save` and `get_db_prep_save`. And where a request writes several rows,
-`batched` sends the statements to PostgreSQL without waiting for each one's reply.
+once per process from the models' own metadata: every table is the model's `db_table`, every
+column a field's `column` (`table`, `column`, `Columns`, `where`), so a migration that renames
+one changes the statement with it. Rows read become ordinary model instances (or named rows)
+through the same converters the ORM applies, and values written go through each field's own
+`pre_save` and `get_db_prep_save`. Where a request writes several rows, `batched` sends the
+statements to PostgreSQL without waiting for each one's reply.
 """
 
 from __future__ import annotations
@@ -15,6 +17,29 @@ import contextlib
 import functools
 
 from django.db import connection, models
+
+
+def table(model: type[models.Model]) -> str:
+    """MODEL's table, quoted for a statement."""
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def field_of(model: type[models.Model], name: str) -> models.Field:
+    """MODEL's field NAME: "pk" is the primary key, a foreign key may be named either way
+    ("member" or "member_id")."""
+    return model._meta.pk if name == "pk" else model._meta.get_field(name)
+
+
+def column(model: type[models.Model], name: str, alias: str = "") -> str:
+    """The column of MODEL's field NAME (see `field_of`), quoted, under the table ALIAS."""
+    quoted = connection.ops.quote_name(field_of(model, name).column)
+    return f"{alias}.{quoted}" if alias else quoted
+
+
+def where(model: type[models.Model], conditions: tuple[tuple[str, str], ...],
+          alias: str = "") -> str:
+    """`col op %s AND …` for (field name, operator) pairs: the statement's WHERE clause."""
+    return " AND ".join(f"{column(model, name, alias)} {op} %s" for name, op in conditions)
 
 
 def converters(field, alias: str) -> tuple[list, object]:
@@ -33,33 +58,39 @@ def convert(value, plan):
 
 
 class Columns:
-    """One model's concrete columns under a table alias: the SELECT list, and turning that
-    part of a row into an instance."""
+    """Some of one model's concrete columns (all by default, or the fields NAMES) under a
+    table alias: the SELECT list, and turning that part of a row into an instance (`build`)
+    or into the converted values in order (`values`)."""
 
-    def __init__(self, model: type[models.Model], alias: str):
-        fields = model._meta.concrete_fields
+    def __init__(self, model: type[models.Model], alias: str, names: tuple[str, ...] = ()):
+        fields = ([field_of(model, name) for name in names] if names
+                  else model._meta.concrete_fields)
         quote = connection.ops.quote_name
         self.model, self.width = model, len(fields)
         self.names = [field.attname for field in fields]
         self.sql = ", ".join(f"{alias}.{quote(field.column)}" for field in fields)
         self.plans = [converters(field, alias) for field in fields]
 
-    def build(self, row, at: int = 0) -> models.Model:
+    def values(self, row, at: int = 0) -> list:
         cells = zip(row[at:at + self.width], self.plans, strict=True)
-        return self.model.from_db(connection.alias, self.names,
-                                  [convert(value, plan) for value, plan in cells])
+        return [convert(value, plan) for value, plan in cells]
+
+    def build(self, row, at: int = 0) -> models.Model:
+        return self.model.from_db(connection.alias, self.names, self.values(row, at))
 
 
 @functools.cache
-def _single(model: type[models.Model], where: str) -> tuple[str, Columns]:
+def _single(model: type[models.Model], conditions: tuple[tuple[str, str], ...]
+            ) -> tuple[str, Columns]:
     columns = Columns(model, "t")
-    table = connection.ops.quote_name(model._meta.db_table)
-    return f"SELECT {columns.sql} FROM {table} t WHERE {where}", columns
+    return (f"SELECT {columns.sql} FROM {table(model)} t WHERE {where(model, conditions, 't')}",
+            columns)
 
 
-def one(model: type[models.Model], where: str, params: list):
-    """The MODEL row matching WHERE (SQL on the table alias `t`, parameters as %s), or None."""
-    sql, columns = _single(model, where)
+def one(model: type[models.Model], conditions: tuple[tuple[str, str], ...], params: list):
+    """The MODEL row matching CONDITIONS, (field name, operator) pairs each compared with its
+    parameter in PARAMS (`(("session_key", "="), ("expire_date", ">"))`), or None."""
+    sql, columns = _single(model, conditions)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -68,7 +99,7 @@ def one(model: type[models.Model], where: str, params: list):
 
 def prep(model: type[models.Model], name: str, value):
     """VALUE as a statement parameter for MODEL's field NAME (what the ORM would send)."""
-    return model._meta.get_field(name).get_db_prep_save(value, connection)
+    return field_of(model, name).get_db_prep_save(value, connection)
 
 
 def placeholders(count: int) -> str:
@@ -80,10 +111,10 @@ def placeholders(count: int) -> str:
 def _insert(model: type[models.Model], returning: bool) -> tuple[str, list]:
     quote = connection.ops.quote_name
     fields = [field for field in model._meta.concrete_fields if not field.db_returning]
-    return (f"INSERT INTO {quote(model._meta.db_table)} "
+    return (f"INSERT INTO {table(model)} "
             f"({', '.join(quote(field.column) for field in fields)}) "
             f"VALUES ({placeholders(len(fields))})"
-            + (f" RETURNING {quote(model._meta.pk.column)}" if returning else "")), fields
+            + (f" RETURNING {column(model, 'pk')}" if returning else "")), fields
 
 
 def insert(instance: models.Model, *, returning: bool = True) -> models.Model:

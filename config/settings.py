@@ -160,6 +160,20 @@ else:
                                        "prepare_threshold": None if _threshold < 0 else _threshold}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- caches ---------------------------------------------------------------------------------
+# Both are per web process (nothing is shared between processes or machines, so nothing here
+# needs a server). "items": what an annotation item page derives from an item snapshot, which
+# never changes once written — its letters, cited reviews, candidates and a fresh item's
+# rendered body (annotation.selectors; docs/hot-path.md); bounded, and kept ten minutes so that
+# memory stays flat however many studies run.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                "LOCATION": "concord-default"},
+    "items": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+              "LOCATION": "concord-items", "TIMEOUT": 600,
+              "OPTIONS": {"MAX_ENTRIES": 2048}},
+}
+
 # --- auth -----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

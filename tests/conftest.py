@@ -1,6 +1,5 @@
 """Test personas and shared fixtures (healthchecks-style: owner, teammate, outsider…)."""
 
-import sys
 
 import pytest
 
@@ -63,10 +62,10 @@ def tiny_benchmark(db, tiny_bundle_dir):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_item_memo():
-    """Web processes memoize item pages (annotation.selectors.ITEM_MEMO); primary keys repeat
-    between tests, so each test starts without."""
+def _fresh_item_cache():
+    """Web processes keep item pages in the "items" cache (annotation.selectors); primary keys
+    repeat between tests, so each test starts without."""
     yield
-    selectors = sys.modules.get("annotation.selectors")
-    if selectors is not None:
-        selectors.ITEM_MEMO.clear()
+    from django.core.cache import caches
+
+    caches["items"].clear()

@@ -27,10 +27,29 @@ def _fields(instance):
 
 
 def test_one_returns_what_the_orm_returns(annotator):
-    found = rows.one(User, "t.id = %s", [annotator.pk])
+    found = rows.one(User, (("pk", "="),), [annotator.pk])
     assert _fields(found) == _fields(User.objects.get(pk=annotator.pk))
     assert found._state.adding is False and found._state.db == "default"
-    assert rows.one(User, "t.id = %s", [annotator.pk + 1000]) is None
+    assert rows.one(User, (("pk", "="),), [annotator.pk + 1000]) is None
+
+
+def test_statements_name_tables_and_columns_from_the_models(monkeypatch):
+    from django.db import connection
+
+    from annotation.models import Assignment
+
+    quote = connection.ops.quote_name
+    assert rows.table(Assignment) == quote(Assignment._meta.db_table)
+    # a foreign key by either name is its column; "pk" the primary key's
+    member = Assignment._meta.get_field("member")
+    assert rows.column(Assignment, "member", "a") == f"a.{quote(member.column)}"
+    assert rows.column(Assignment, "member_id") == quote(member.column)
+    assert rows.where(Assignment, (("member", "="), ("position", ">")), "a") == (
+        f"a.{quote(member.column)} = %s AND a.{quote('position')} > %s")
+    # a renamed column (a migration's db_column) is followed, not hard-coded
+    monkeypatch.setattr(Assignment._meta.get_field("position"), "column", "place")
+    assert rows.column(Assignment, "position", "a") == f"a.{quote('place')}"
+    assert rows.column(User, "pk") == quote(User._meta.pk.column)
 
 
 def test_insert_stores_what_the_orm_would_store(annotator):

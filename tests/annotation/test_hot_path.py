@@ -1,14 +1,16 @@
-"""The item page's hot path: the one-statement assignment lookup and the per-process memo of
-what a fresh item looks like (docs/performance.md) must change nothing an annotator sees."""
+"""The item page's hot path: the one-statement assignment lookup and the per-process "items"
+cache of what a fresh item looks like (docs/hot-path.md) must change nothing an annotator
+sees."""
 
 from datetime import timedelta
 
 import pytest
+from django.core.cache import caches
 from django.test import Client
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
-from annotation import rows, services
-from annotation.memo import Memo
+from annotation import rows, selectors, services
 from annotation.models import (
     Annotation,
     Assignment,
@@ -18,7 +20,6 @@ from annotation.models import (
     StudyItem,
     StudyMember,
 )
-from annotation.selectors import ITEM_MEMO
 from evaluation.models import Review
 
 from .conftest import full_answers
@@ -67,7 +68,10 @@ def test_a_fresh_item_is_rendered_once_and_drafts_stay_private(study, annotator,
     second = Assignment.objects.create(
         member=members[1], item=first.item, position=1, handed_out_at=first.handed_out_at,
         last_active_at=first.handed_out_at, queue_total=1)
-    ITEM_MEMO.clear()
+    items = caches["items"]
+    items.clear()
+    static_key = selectors.item_cache_key(first.item, study, "static")
+    body_key = selectors.item_cache_key(first.item, study, "body", first.swapped)
 
     def page(user, assignment):
         client = Client()
@@ -78,7 +82,14 @@ def test_a_fresh_item_is_rendered_once_and_drafts_stay_private(study, annotator,
         return response.content.decode()
 
     fresh = page(annotator, first)
-    assert len(ITEM_MEMO) == 2  # the item's static data and its fresh body
+    assert items.get(static_key) is not None  # the item's letters and cited reviews
+    body = items.get(body_key)
+    assert body is not None and body[0] in fresh  # and its fresh body, rendered once
+    second_key = selectors.item_cache_key(first.item, study, "body", second.swapped)
+    items.set(second_key, (mark_safe("<p>kept main</p>"), mark_safe("<p>kept panel</p>")))
+    assert "<p>kept main</p>" in page(other_annotator, second)  # the second one reuses it
+    items.set(second_key, body)
+    assert body[0] in page(other_annotator, second)  # as markup, not escaped text
     assert page(other_annotator, second).count('value="2" data-key="2" checked') == 0
     services.draft_save(assignment=first, data={"likert-naturalness": "2", "comment": "mine"})
     drafted = page(annotator, first)
@@ -90,25 +101,25 @@ def test_a_fresh_item_is_rendered_once_and_drafts_stay_private(study, annotator,
     assert "Autosave on" in fresh and "Autosave on" in other
 
 
-def test_the_memo_builds_once_expires_and_stays_bounded(monkeypatch):
-    memo, built = Memo(size=2, seconds=10), []
-    clock = [100.0]
-    monkeypatch.setattr("annotation.memo.time.monotonic", lambda: clock[0])
-
-    def build(value):
-        built.append(value)
-        return value
-
-    assert memo.get("a", lambda: build(1)) == 1
-    assert memo.get("a", lambda: build(2)) == 1 and built == [1]
-    clock[0] += 11  # expired: built again
-    assert memo.get("a", lambda: build(3)) == 3 and built == [1, 3]
-    memo.get("b", lambda: build(4))
-    memo.get("a", lambda: build(5))  # a is now the most recent
-    memo.get("c", lambda: build(6))  # evicts b, the least recent
-    assert len(memo) == 2
-    assert memo.get("a", lambda: build(7)) == 3
-    assert memo.get("b", lambda: build(8)) == 8
+def test_the_cached_body_is_built_from_nothing_per_assignment(study, annotator, other_annotator):
+    """Two annotators' assignments of one item give the same body context, key for key."""
+    members = [services.study_member_add(study=study, user=u)
+               for u in (annotator, other_annotator)]
+    first = services.assignment_next(member=members[0])
+    second = Assignment.objects.create(
+        member=members[1], item=first.item, position=1, handed_out_at=first.handed_out_at,
+        last_active_at=first.handed_out_at, queue_total=1, focused_ms=1234,
+        swapped=first.swapped)
+    contexts = []
+    for user, assignment in ((annotator, first), (other_annotator, second)):
+        found = rows.assignment_lookup(user_id=user.pk, slug=study.slug,
+                                       position=assignment.position)
+        selectors.item_page(assignment=found,
+                            render_body=lambda context: (contexts.append(context), ("", ""))[1])
+    context = contexts[0]
+    assert not {"assignment", "study", "state", "minutes_left"} & set(context)
+    assert not any(isinstance(v, (Assignment, StudyMember)) for v in context.values())
+    assert len(contexts) == 1  # the second page reused the first one's body
 
 
 def test_touch_keeps_the_most_focused_time_and_the_first_submission(study, member):
@@ -145,10 +156,11 @@ def test_item_labels_and_draft_delete_match_the_orm(study, member, annotator, ot
         member=other, item=first.item, position=1, handed_out_at=first.handed_out_at,
         last_active_at=first.handed_out_at, queue_total=1)
     assert not services.annotation_submit(assignment=second, data=answers).errors
-    expected = list(Annotation.objects.filter(item=first.item).order_by("pk").values_list(
-        "pk", "annotator_id", "values", "revision_count"))
-    assert sorted(rows.item_labels(first.item_id)) == expected and len(expected) == 2
-    assert isinstance(expected[0][2], dict)
+    expected = [rows.Label(**row) for row in Annotation.objects.filter(item=first.item)
+                .order_by("pk").values("pk", "annotator_id", "values", "revision_count")]
+    found = sorted(rows.item_labels(first.item_id))
+    assert found == expected and len(expected) == 2
+    assert isinstance(found[0].values, dict) and found[0].annotator_id == annotator.pk
     assert rows.item_labels(first.item_id + 1000) == []
 
 
