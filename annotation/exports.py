@@ -125,7 +125,7 @@ def _diagnostics_table(report) -> Table:
     columns = [("annotator", "Annotator"), ("labels", "Labels")]
     columns += [(f"mean:{s}", f"mean {s}") for s in scales]
     columns += [(f"dev:{s}", f"|dev| {s}") for s in scales]
-    columns += [("flag_rate", "Flag rate"), ("mean_errors", "Mean errors"),
+    columns += [("flag_rate", "Any-error rate"), ("mean_errors", "Mean errors"),
                 ("gold", "Gold accuracy")]
     table = Table("annotators", "Per-annotator diagnostics (deviation: from the mean of the "
                   "other annotators on the same unit)", columns,

@@ -169,7 +169,7 @@ def _response_view(text: str, citations: list[dict], letter: str, reviews: dict,
     for n, quote in enumerate(quotes):
         row = None
         if with_rows:
-            current = verdicts.get(str(n), taskforms.CITATION_DEFAULT)
+            current = verdicts.get(str(n))  # unset until the annotator chooses
             row = ScaleRow(f"citation-{n}", f"Quote {n + 1}", [
                 Point(c.value, c.label, c.key, c.help, c.value == current)
                 for c in taskforms.CITATION_VERDICTS], question=quote.text, current=current)

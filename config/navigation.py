@@ -15,6 +15,8 @@ LINKS = {
     "leaderboards": "leaderboard:index",
     "studies": "annotation:study_list",
     "metric_boards": "annotation:metric_board_index",
+    "systems": "leaderboard:system_list",
+    "signup": "leaderboard:signup",
     "login": "login",
     "logout": "logout",
     "admin": "admin:index",

@@ -1,6 +1,7 @@
 """Benchmark pages: list, overview, dialogue viewer, item page."""
 
 from django.core.paginator import Paginator
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
@@ -47,10 +48,35 @@ def benchmark_detail(request, slug):
         "page": page,
         "split": split,
         "difficulty": difficulty,
+        "public_splits": selectors.public_splits(benchmark),
     }
     if request.htmx:
         return render(request, "evaluation/_dialogue_table.html", context)
     return render(request, "evaluation/benchmark_detail.html", context)
+
+
+def attachment(body: bytes | str, filename: str, content_type: str) -> HttpResponse:
+    """A download, never rendered as a page (the file holds text written by others)."""
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
+def benchmark_public_download(request, slug):
+    """The public part of the benchmark as a bundle .zip (no hidden gold, formats.md §1)."""
+    benchmark = get_benchmark_for_user(request.user, slug)
+    filename, body = selectors.benchmark_public_zip(benchmark=benchmark)
+    return attachment(body, filename, "application/zip")
+
+
+def benchmark_sample_submission(request, slug):
+    """A valid `turn` submission for the public splits, made by the TF-IDF reference baseline."""
+    benchmark = get_benchmark_for_user(request.user, slug)
+    body = selectors.benchmark_sample_submission(benchmark=benchmark)
+    return attachment(body, f"{benchmark.slug}-sample-submission.jsonl",
+                      "application/x-ndjson; charset=utf-8")
 
 
 def dialogue_detail(request, slug, dialogue_id):

@@ -20,7 +20,11 @@ from rest_framework.views import APIView
 from config.roles import RESEARCHER, has_role
 from evaluation.access import benchmarks_for_user, get_benchmark_for_user, get_run_for_user
 from evaluation.lib.formats.errors import FormatError
-from evaluation.selectors.benchmarks import run_results
+from evaluation.selectors.benchmarks import (
+    benchmark_public_zip,
+    benchmark_sample_submission,
+    run_results,
+)
 from evaluation.services.submissions import (
     QuotaExceeded,
     submission_set_public,
@@ -28,6 +32,7 @@ from evaluation.services.submissions import (
     system_create,
     system_update,
 )
+from evaluation.views import attachment
 
 from . import selectors
 from .access import get_submission_for_user, get_system_for_user, submissions_for_user
@@ -70,6 +75,31 @@ class BenchmarkDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         return get_benchmark_for_user(self.request.user, self.kwargs["slug"])
+
+
+@extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY, description=(
+    "The public part of the benchmark as a bundle .zip (formats.md §1): every split but "
+    "`hidden` in full; hidden dialogues as the contexts a system answers, without gold."))})
+class BenchmarkPublicBundle(APIView):
+    """Download the public bundle of a benchmark you can see."""
+
+    def get(self, request, slug):
+        benchmark = get_benchmark_for_user(request.user, slug)
+        filename, body = benchmark_public_zip(benchmark=benchmark)
+        return attachment(body, filename, "application/zip")
+
+
+@extend_schema(responses={200: OpenApiResponse(OpenApiTypes.STR, description=(
+    "A valid `turn` submission (JSON Lines, formats.md §2) for the public splits, written "
+    "by the TF-IDF reference baseline from the public bundle."))})
+class BenchmarkSampleSubmission(APIView):
+    """Download a sample submission for a benchmark you can see."""
+
+    def get(self, request, slug):
+        benchmark = get_benchmark_for_user(request.user, slug)
+        return attachment(benchmark_sample_submission(benchmark=benchmark),
+                          f"{benchmark.slug}-sample-submission.jsonl",
+                          "application/x-ndjson; charset=utf-8")
 
 
 @extend_schema_view(

@@ -10,14 +10,22 @@ from evaluation.models import Benchmark, Submission, System
 
 class BenchmarkSerializer(serializers.ModelSerializer):
     leaderboard = serializers.SerializerMethodField()
+    public_bundle = serializers.SerializerMethodField()
+    sample_submission = serializers.SerializerMethodField()
 
     class Meta:
         model = Benchmark
         fields = ("slug", "name", "version", "domain", "description", "license", "protocols",
-                  "splits", "leaderboard")
+                  "splits", "leaderboard", "public_bundle", "sample_submission")
 
     def get_leaderboard(self, obj) -> str:
         return reverse("leaderboard:api_leaderboard", args=[obj.slug])
+
+    def get_public_bundle(self, obj) -> str:
+        return reverse("leaderboard:api_benchmark_public", args=[obj.slug])
+
+    def get_sample_submission(self, obj) -> str:
+        return reverse("leaderboard:api_benchmark_sample", args=[obj.slug])
 
 
 class SystemSerializer(serializers.ModelSerializer):

@@ -31,6 +31,10 @@ urlpatterns = [
     # REST API
     path("api/benchmarks/", api.BenchmarkList.as_view(), name="api_benchmarks"),
     path("api/benchmarks/<slug:slug>/", api.BenchmarkDetail.as_view(), name="api_benchmark"),
+    path("api/benchmarks/<slug:slug>/public.zip", api.BenchmarkPublicBundle.as_view(),
+         name="api_benchmark_public"),
+    path("api/benchmarks/<slug:slug>/sample-submission.jsonl",
+         api.BenchmarkSampleSubmission.as_view(), name="api_benchmark_sample"),
     path("api/systems/", api.SystemList.as_view(), name="api_systems"),
     path("api/systems/<slug:slug>/", api.SystemDetail.as_view(), name="api_system"),
     path("api/submissions/", api.SubmissionList.as_view(), name="api_submissions"),

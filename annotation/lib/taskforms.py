@@ -69,7 +69,10 @@ CITATION_VERDICTS = (
     Choice("not_supported", "Not supported", "3",
            "The quote cannot be found in any referenced review, or is made up."),
 )
-CITATION_DEFAULT = "partial"  # Trace Task 1 tips: "If unsure ... default to Partial."
+# Trace Task 1's tip "If unsure ... default to Partial" is advice to the annotator, shown as
+# such; no verdict is preselected, since a preselected Partial made a skipped quote
+# indistinguishable from a judged one.
+CITATION_UNSURE_HINT = "Unsure? Choose Partial."
 VERDICT_VALUES = tuple(c.value for c in CITATION_VERDICTS)
 
 NO_ERRORS = "no_errors"
@@ -416,8 +419,13 @@ def missing_answers(values: dict, layout: Layout) -> list[str]:
         return []
     missing = []
     forms = set(layout.forms)
-    if CITATION in forms and len(values.get("citations", {})) < layout.quote_count:
-        missing.append("Judge every quote in the citation check.")
+    if CITATION in forms:
+        judged = values.get("citations", {})
+        unjudged = [i + 1 for i in range(layout.quote_count) if str(i) not in judged]
+        if unjudged:
+            quotes = ", ".join(map(str, unjudged))
+            missing.append(f"Citation check: choose a verdict for quote"
+                           f"{'s' if len(unjudged) > 1 else ''} {quotes}.")
     if CHECKLIST in forms and not values.get("errors"):
         missing.append("Tick at least one entry of the error checklist (or \u201cNo errors\u201d).")
     if LIKERT in forms:

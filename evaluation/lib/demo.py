@@ -1466,8 +1466,8 @@ class _DialogueBuilder:
                     "hotel": "what kind of place you like (boutique, B&B, hostel and so on)",
                     "attraction": "what kind of outing you have in mind"}[item_type]
             return self.rng.choice((
-                f"Happy to help you find a {TYPE_NOUNS[item_type]} in {city}! Tell me {what}, "
-                "and whether you have a price range.",
+                f"Happy to help you find {_article(TYPE_NOUNS[item_type])} in {city}! "
+                f"Tell me {what}, and whether you have a price range.",
                 f"Welcome to {city}! Could you tell me {what} and roughly what you want to spend?",
             ))
         examples = {"restaurant": "noise level, seating outside, parking or the neighborhood",

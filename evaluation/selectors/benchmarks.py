@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from django.db.models import Count
 
 from evaluation.lib.formats.bundle import Bundle
-from evaluation.lib.formats.submission import SubmissionReference, iter_turn_records
+from evaluation.lib.formats.public_bundle import HIDDEN, bundle_zip, public_bundle
+from evaluation.lib.formats.submission import SubmissionReference, iter_turn_records, turn_line
 from evaluation.lib.highlight import quote_segments, span_segments
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.lib.metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
+from evaluation.lib.rankers import generate_submission
 from evaluation.lib.runconfig import suite_config_from_options
 from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from evaluation.lib.stats.comparison import compare_systems
@@ -51,6 +53,32 @@ def benchmark_bundle(*, benchmark: Benchmark) -> Bundle:
                   **_present(r, ("stars",))} for r in reviews],
         dialogues=_dialogue_records(benchmark, item_ids, review_ids),
     )
+
+
+def benchmark_public_bundle(*, benchmark: Benchmark) -> Bundle:
+    """What an outside researcher may download: every split but `hidden` in full, and the
+    hidden dialogues as the contexts a system answers, without gold (formats.md §1)."""
+    return public_bundle(benchmark_bundle(benchmark=benchmark))
+
+
+def benchmark_public_zip(*, benchmark: Benchmark) -> tuple[str, bytes]:
+    """(file name, bytes) of the public bundle as a .zip `import_benchmark` reads back."""
+    folder = f"{benchmark.slug}-public"
+    return f"{folder}.zip", bundle_zip(benchmark_public_bundle(benchmark=benchmark), folder)
+
+
+def public_splits(benchmark: Benchmark) -> list[str]:
+    """The splits whose gold is public, in the benchmark's order."""
+    return [split for split in benchmark.splits if split != HIDDEN]
+
+
+def benchmark_sample_submission(*, benchmark: Benchmark, baseline: str = "tfidf") -> str:
+    """A complete, valid `turn` submission for the public splits, written by a reference
+    baseline (TF-IDF: no model needed) from the public bundle alone, as a researcher would."""
+    bundle = benchmark_public_bundle(benchmark=benchmark)
+    lines = generate_submission(baseline, items=bundle.items, reviews=bundle.reviews,
+                                dialogues=bundle.dialogues, splits=public_splits(benchmark))
+    return "".join(turn_line(line) for line in lines)
 
 
 def _dialogue_records(benchmark, item_ids, review_ids) -> list[dict]:

@@ -206,3 +206,43 @@ def test_a_submission_that_waits_for_the_lock_is_stamped_after_it(annotator, tin
     annotation = Annotation.objects.get(assignment=assignment)
     assert done["result"].changed and annotation.values["likert"]["naturalness"] == 1
     assert annotation.updated_at > annotation.submitted_at
+
+
+def _quoting_assignment(member):
+    """The annotator's first item whose response quotes something (others submitted)."""
+    while True:
+        assignment = services.assignment_next(member=member)
+        layout = item_layout(assignment.item, assignment.item.study)
+        if layout.quote_count:
+            return assignment, layout
+        services.annotation_submit(assignment=assignment, data=answers(assignment))
+
+
+def test_citation_verdicts_start_unset_and_a_skipped_quote_is_refused_by_name(
+        client, annotator, member):
+    assignment, layout = _quoting_assignment(member)
+    client.force_login(annotator)
+    detail, _, submit = urls(assignment)
+    page = client.get(detail).content.decode()
+    rows = page.split('id="form-citation"')[1].split("</section>")[0]
+    assert 'name="citation-0"' in rows and " checked" not in rows
+    data = answers(assignment)
+    del data[f"citation-{layout.quote_count - 1}"]
+    response = client.post(submit, data)
+    assert response.status_code in (303, 400)
+    shown = client.get(response["Location"]).content.decode() if response.status_code == 303 \
+        else response.content.decode()
+    assert f"choose a verdict for quote {layout.quote_count}." in shown
+    assert not Annotation.objects.filter(item=assignment.item).exists()
+
+
+def test_stored_verdicts_keep_their_values(client, annotator, member):
+    assignment, layout = _quoting_assignment(member)
+    data = answers(assignment, **{"citation-0": "partial"})
+    services.annotation_submit(assignment=assignment, data=data)
+    stored = Annotation.objects.get(item=assignment.item)
+    assert stored.values["citations"]["0"] == "partial"
+    client.force_login(annotator)
+    page = client.get(urls(assignment)[0]).content.decode()
+    rows = page.split('id="form-citation"')[1].split("</section>")[0]
+    assert 'value="partial" data-key="2" checked' in rows

@@ -59,12 +59,12 @@ def test_checklist_consistency_rule():
     assert not taskforms.checklist_is_consistent(["no_errors", "wrong_item"])
 
 
-def test_every_quote_needs_a_verdict_and_partial_is_the_default():
-    assert taskforms.CITATION_DEFAULT == "partial"
+def test_every_quote_needs_a_verdict_and_none_is_preselected():
+    assert not hasattr(taskforms, "CITATION_DEFAULT")
     parsed = parse_post(post(citation_0="supported", error="no_errors",
                              likert_informativeness="3", likert_naturalness="3"),
                         RESPONSE, partial=False)
-    assert "Judge every quote in the citation check." in parsed.errors
+    assert "Citation check: choose a verdict for quote 2." in parsed.errors
 
 
 def test_likert_values_outside_the_configured_scale_are_rejected():

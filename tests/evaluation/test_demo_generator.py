@@ -483,3 +483,13 @@ def test_any_seed_gives_a_consistent_bundle(seed):
             for c in turn["citations"]:
                 assert reviews[c["review_id"]]["text"][c["start"]:c["end"]] == c["quote"]
                 assert f'"{c["quote"]}" [{c["label"]}]' in turn["text"]
+
+
+def test_generated_text_uses_the_right_article(bundle):
+    """"Happy to help you find a attraction" read as broken English to a first visitor."""
+    texts = [turn["text"] for d in bundle["dialogues"] for turn in d["turns"]]
+    texts += [review["text"] for review in bundle["reviews"]]
+    wrong = [t for t in texts if re.search(r"\b[Aa] (attraction|hotel|restaurant)s?\b", t)
+             and re.search(r"\b[Aa] attraction", t)]
+    assert not wrong, wrong[:3]
+    assert any("find an attraction" in t for t in texts)

@@ -37,3 +37,9 @@ def test_private_run_is_404_for_others_and_visible_once_published(client, outsid
     finished_run.submission.is_public = True
     finished_run.submission.save()
     assert client.get(url).status_code == 200
+
+
+def test_job_page_links_back_to_its_run(client, researcher, finished_run):
+    client.force_login(researcher)
+    page = client.get(reverse("job_detail", args=[finished_run.job_id])).content.decode()
+    assert f'href="{reverse("run_detail", args=[finished_run.pk])}"' in page

@@ -203,13 +203,19 @@ def _jsonl(records: list[dict]) -> str:
     return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
 
 
+def bundle_files(bundle: Bundle) -> dict[str, str]:
+    """The four files of BUNDLE in canonical form, by file name."""
+    bundle = canonical_bundle(bundle)
+    return {
+        "benchmark.json": json.dumps(bundle.benchmark, ensure_ascii=False, indent=2) + "\n",
+        "items.jsonl": _jsonl(bundle.items),
+        "reviews.jsonl": _jsonl(bundle.reviews),
+        "dialogues.jsonl": _jsonl(bundle.dialogues),
+    }
+
+
 def write_bundle(bundle: Bundle, directory: Path) -> None:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    bundle = canonical_bundle(bundle)
-    (directory / "benchmark.json").write_text(
-        json.dumps(bundle.benchmark, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-    )
-    for name, records in (("items", bundle.items), ("reviews", bundle.reviews),
-                          ("dialogues", bundle.dialogues)):
-        (directory / f"{name}.jsonl").write_text(_jsonl(records), encoding="utf-8")
+    for name, text in bundle_files(bundle).items():
+        (directory / name).write_text(text, encoding="utf-8")
