@@ -79,9 +79,11 @@ def test_response_form_with_the_mouse_shows_highlights_and_keeps_no_errors_exclu
     assert review.locator("mark.quote-span").first.is_visible()
     quotes = page.locator(".quote-row")
     assert quotes.count() == len(assignment.item.citations) >= 1
-    for n in range(quotes.count()):  # Partial is preselected
-        assert quotes.nth(n).locator("input[value=partial]").is_checked()
+    for n in range(quotes.count()):  # no verdict is preselected
+        assert quotes.nth(n).locator("input:checked").count() == 0
     quotes.nth(0).get_by_text("Supported", exact=True).click()
+    for n in range(1, quotes.count()):
+        quotes.nth(n).get_by_text("Partial", exact=True).click()
     checklist = page.locator("#form-checklist")
     checklist.get_by_text("Fabricated claim", exact=True).click()
     checklist.get_by_text("Too vague", exact=True).click()
