@@ -150,7 +150,8 @@ def item_detail(request, slug, position):
 @login_required
 @require_POST
 def item_draft(request, slug, position):
-    """Autosave (fetch on every change, and a beacon when the page is hidden)."""
+    """Autosave: htmx posts the form on every change (item.html), a beacon when the page is
+    hidden; the reply is the save-status fragment htmx swaps in."""
     assignment = get_assignment_for_user(request.user, slug, position, write=True)
     draft = services.draft_save(assignment=assignment, data=request.POST,
                                 focused_ms=_focused_ms(request))

@@ -1,5 +1,6 @@
-/* Concord annotation item page: autosave, focused time, keyboard shortcuts, the exclusive
- * "No errors", and capturing review quotes for the blind recommendation.
+/* Concord annotation item page: around autosave (htmx does the saving), focused time, keyboard
+ * shortcuts, the exclusive "No errors", and capturing review quotes for the blind
+ * recommendation.
  *
  * Untrusted text (reviews, item names) is only ever read from the DOM and written back with
  * textContent or into form values; nothing here builds HTML from strings. */
@@ -8,13 +9,12 @@
 
   const form = document.getElementById("annotation-form");
   if (!form) return;
-  const draftUrl = form.dataset.draftUrl;
-  const statusEl = document.getElementById("save-status");
+  const draftUrl = form.getAttribute("hx-post");
   const focusedInput = form.querySelector("input[name=focused_ms]");
-  const csrfInput = form.querySelector("input[name=csrfmiddlewaretoken]");
   let submitting = false;
 
   function setStatus(text, state) {
+    const statusEl = document.getElementById("save-status");  // htmx swaps it after a save
     if (!statusEl) return;
     statusEl.textContent = text;
     statusEl.className = "save-status state-" + state;
@@ -37,44 +37,30 @@
   setInterval(settleTime, 1000);
 
   // --- autosave -----------------------------------------------------------------------------
-  let saveTimer = null;
-  let saving = false;
-  let again = false;
+  // The save itself is htmx (hx-post, hx-trigger and hx-target on the form, in item.html);
+  // here: what the draft carries (the focused time), what the page says meanwhile, a retry
+  // after a failure, and no save once the form is being submitted.
   let dirty = false;  // changed since the last successful save
   let savedFocusMs = focusedMs;
 
-  function scheduleSave(delay) {
-    if (submitting) return;
-    clearTimeout(saveTimer);
-    saveTimer = setTimeout(save, delay);
-  }
-
-  async function save() {
-    if (submitting) return;
-    if (saving) { again = true; return; }
-    saving = true;
+  form.addEventListener("htmx:configRequest", (event) => {
     settleTime();
+    event.detail.parameters["focused_ms"] = focusedInput.value;
+  });
+  form.addEventListener("htmx:beforeRequest", (event) => {
+    if (submitting) { event.preventDefault(); return; }
     dirty = false;
     setStatus("Saving…", "saving");
-    try {
-      const response = await fetch(draftUrl, {
-        method: "POST", body: new FormData(form), credentials: "same-origin",
-        headers: { "X-CSRFToken": csrfInput.value, "HX-Request": "true" },
-      });
-      if (!response.ok) throw new Error("HTTP " + response.status);
-      const html = await response.text();
-      const text = new DOMParser().parseFromString(html, "text/html").body.textContent.trim();
-      setStatus(text || "Saved", "draft");
+  });
+  form.addEventListener("htmx:afterRequest", (event) => {
+    if (event.detail.successful) {
       savedFocusMs = focusedMs;
-    } catch (error) {
-      setStatus("Not saved yet, retrying…", "error");
+    } else if (!submitting) {
       dirty = true;
-      again = true;
-    } finally {
-      saving = false;
-      if (again) { again = false; scheduleSave(2000); }
+      setStatus("Not saved yet, retrying…", "error");
+      htmx.trigger(form, "autosave-retry");
     }
-  }
+  });
 
   // Leaving or hiding the page: send what is unsaved (and the focused time) in a beacon.
   function beacon() {
@@ -87,13 +73,14 @@
     }
   }
 
-  form.addEventListener("change", () => { dirty = true; scheduleSave(150); });
-  form.addEventListener("input", (event) => {
-    if (event.target.matches("textarea, input[type=text], input[type=number], input[type=range]")) {
-      dirty = true;
-      scheduleSave(700);
-    }
-  });
+  // A change made by script (a captured quote) fires no event of its own: save it now.
+  function saveNow() {
+    dirty = true;
+    htmx.trigger(form, "autosave-now");
+  }
+
+  form.addEventListener("change", () => { dirty = true; });
+  form.addEventListener("input", () => { dirty = true; });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "hidden") beacon();
   });
@@ -103,7 +90,6 @@
     if (submitting) { event.preventDefault(); return; }  // a double click sends one request
     settleTime();
     submitting = true;
-    clearTimeout(saveTimer);
     const button = document.getElementById("submit-button");
     if (button) setTimeout(() => { button.disabled = true; }, 0);
   });
@@ -220,7 +206,7 @@
       remove.addEventListener("click", () => {
         quotes.splice(index, 1);
         renderQuotes();
-        scheduleSave(0);
+        saveNow();
       });
       li.append(q, where, remove);
       return li;
@@ -274,7 +260,7 @@
     window.getSelection().removeAllRanges();
     renderPicks();
     renderQuotes();
-    scheduleSave(0);
+    saveNow();
   }));
   picks.forEach((p) => p.addEventListener("change", renderPicks));
   renderPicks();

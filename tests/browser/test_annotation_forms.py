@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from annotation import services
-from annotation.models import Annotation, Assignment
+from annotation.models import Annotation, Assignment, Draft
 from tests.annotation.conftest import make_study, make_submissions
 from tests.browser.conftest import screenshot
 
@@ -120,11 +120,16 @@ def test_autosave_survives_a_reload_and_focused_time_is_recorded(page, annotate,
                                                                  tiny_benchmark, author):
     study = make_study(tiny_benchmark, author)
     assignment = annotate(study)
+    saves = []
+    page.on("request", lambda r: saves.append(r.headers) if r.url.endswith("/draft/") else None)
     choose(page, "row-likert-naturalness", 3)
     page.locator("#form-checklist").get_by_text("Too vague", exact=True).click()
     page.fill("#comment", "coming back to this")
     page.wait_for_function(
         "document.getElementById('save-status').textContent.startsWith('Saved')")
+    # htmx's own request (hx-post on the form), its reply swapped into the status
+    assert saves and saves[0].get("hx-request") == "true"
+    assert saves[0].get("hx-target") == "save-status"
     page.wait_for_timeout(1200)  # let the comment's debounced save land too
     page.reload()
     assert page.locator("#save-status").inner_text() == "Draft restored"
@@ -133,6 +138,29 @@ def test_autosave_survives_a_reload_and_focused_time_is_recorded(page, annotate,
     assert page.locator("#comment").input_value() == "coming back to this"
     assignment.refresh_from_db()
     assert assignment.focused_ms > 0
+
+
+def test_a_failed_autosave_says_so_and_retries(page, annotate, tiny_benchmark, author):
+    study = make_study(tiny_benchmark, author)
+    assignment = annotate(study)
+    failures = []
+
+    def fail_once(route):
+        if not failures:
+            failures.append(route.request.url)
+            route.fulfill(status=503, body="busy")
+        else:
+            route.continue_()
+
+    page.route("**/draft/", fail_once)
+    choose(page, "row-likert-naturalness", 2)
+    page.wait_for_function(
+        "document.getElementById('save-status').textContent.startsWith('Not saved yet')")
+    page.wait_for_function(  # the retry, two seconds later, lands
+        "document.getElementById('save-status').textContent.startsWith('Saved')", timeout=8000)
+    assert len(failures) == 1
+    assert Draft.objects.get(assignment=assignment).values["likert"] == {"naturalness": 2}
+    page.unroute("**/draft/")
 
 
 def test_blind_recommendation_captures_a_selected_review_quote(page, annotate, tiny_benchmark,
