@@ -82,3 +82,19 @@ def get_run_for_user(user, run_id: int) -> Run:
 def can_see_hidden_units(user, run: Run) -> bool:
     """Unit-level values of hidden dialogues reveal their gold: staff and the benchmark owner."""
     return can_manage_benchmark(user, run.submission.benchmark)
+
+
+def can_see_simulation_hidden(user, simulation) -> set[str] | None:
+    """The simulated users whose hidden targets and preferences USER may read, None for all.
+
+    The system's owner (and staff) see them once the run succeeded; targets taken from
+    hidden-split dialogues only when USER may also manage the benchmark (they are its gold).
+    """
+    if not user.is_authenticated or not simulation.job.status == Job.Status.SUCCEEDED:
+        return set()
+    if not (user.is_staff or simulation.system.owner_id == user.pk):
+        return set()
+    if can_manage_benchmark(user, simulation.benchmark):
+        return None
+    return set(Dialogue.objects.filter(benchmark=simulation.benchmark)
+               .exclude(split=Split.HIDDEN).values_list("external_id", flat=True))

@@ -6,6 +6,7 @@ from evaluation.lib.formats.errors import FormatError
 from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.jobs import job_begin, job_finish, job_progress
 from evaluation.services.runs import run_process
+from evaluation.services.simulations import simulation_batch_process
 
 
 @shared_task(acks_late=True)
@@ -39,3 +40,10 @@ def evaluate_llm_run_job(job_id: int) -> None:
     network-bound) to its own workers with `CELERY_TASK_ROUTES`; the body is the same.
     """
     run_process(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def simulate_batch_job(simulation_id: int, batch: int) -> None:
+    """Simulate one batch of a simulation's users; safe to deliver twice (stored users are
+    skipped), so a batch whose worker was killed is redone without duplicates."""
+    simulation_batch_process(simulation_id=simulation_id, batch=batch)

@@ -6,19 +6,21 @@ from django.shortcuts import render
 
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.selectors import benchmarks as selectors
+from evaluation.selectors.simulations import simulation_report
 from evaluation.services.jobs import jobs_fail_stale
 
 from .access import (
     benchmarks_for_user,
     can_manage_benchmark,
     can_see_hidden_units,
+    can_see_simulation_hidden,
     get_benchmark_for_user,
     get_dialogue_for_user,
     get_item_for_user,
     get_job_for_user,
     get_run_for_user,
 )
-from .models import Split
+from .models import Simulation, Split
 
 
 def home(request):
@@ -114,4 +116,9 @@ def run_detail(request, run_id):
 
         context["llm"] = run_llm_report(run=run, page=request.GET.get("page"),
                                         include_hidden=can_see_hidden_units(request.user, run))
+    simulation = Simulation.objects.filter(run=run).select_related("job", "system").first()
+    if simulation is not None:
+        context["sim"] = simulation_report(
+            simulation=simulation,
+            visible_hidden=can_see_simulation_hidden(request.user, simulation))
     return render(request, "evaluation/run_detail.html", context)

@@ -271,6 +271,8 @@ def run_suite_config(run: Run) -> SuiteConfig:
 
 def run_metric_specs(run: Run):
     """The metrics the run's evaluator can produce (the Trace suite's or an LLM evaluator's)."""
+    if run.evaluator.startswith("simulation."):
+        return ()  # preference coverage: its summaries carry everything the page shows
     if run.evaluator in LLM_EVALUATOR_NAMES:
         from evaluation.lib.llm.evaluators import EVALUATORS
 

@@ -1,0 +1,105 @@
+"""Preference coverage of an interactive evaluation, as in PEPPER (Kim et al.), §3.3.1.
+
+For a simulated user u with hidden target items Y(u) and the top-K list P_x^u the system showed
+at its x-th turn:
+
+- Recall@(t, K) = |P_t^u ∩ Y(u)| / |Y(u)|, the recall of turn t's list alone;
+- PC_t@K = mean over users of |(∪_{x≤t} P_x^u) ∩ Y(u)| / |Y(u)|, what has been covered so far;
+- PCIR_t@K = PC_t − PC_{t−1} (PC_0 = 0), the share newly covered at turn t;
+- PCIR_avg@K = mean of PCIR_t over t = 1..T, which telescopes to PC_T / T.
+
+Each is a mean over users, reported with a cluster-bootstrap CI whose clusters are the users
+(each simulated user's dialogue is one cluster). A dialogue that ended before turn T (an
+iEvaLM-style user accepted its target) keeps its last list for the remaining turns: the user
+took that recommendation, so its recall stands and coverage stops growing. Failed dialogues are
+not scored at all (the run reports them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap_mean
+from evaluation.lib.stats.results import Estimate
+
+KS = (1, 5, 10, 20, 50)
+
+
+@dataclass(frozen=True)
+class SimulatedUser:
+    """What the metrics need of one simulated dialogue."""
+
+    user_id: str
+    target_item_ids: tuple[str, ...]
+    rankings: tuple[tuple[str, ...], ...]  # the system's ranked ids at turns 1, 2, …
+
+
+def _padded(rankings: Sequence[Sequence[str]], turns: int) -> list[Sequence[str]]:
+    if not rankings:
+        return [()] * turns
+    rankings = list(rankings[:turns])
+    return rankings + [rankings[-1]] * (turns - len(rankings))
+
+
+def user_curves(user: SimulatedUser, *, turns: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(coverage, recall) of one user at turns 1..TURNS for cut-off K."""
+    targets = set(user.target_item_ids)
+    if not targets:
+        raise ValueError(f"user {user.user_id!r} has no target items")
+    covered: set[str] = set()
+    coverage, recall = np.zeros(turns), np.zeros(turns)
+    for t, ranked in enumerate(_padded(user.rankings, turns)):
+        shown = set(ranked[:k]) & targets
+        covered |= shown
+        coverage[t] = len(covered) / len(targets)
+        recall[t] = len(shown) / len(targets)
+    return coverage, recall
+
+
+@dataclass(frozen=True)
+class PreferenceReport:
+    turns: int
+    users: int
+    pc: Mapping[int, list[float]]          # K -> PC_t@K for t = 1..T
+    pcir: Mapping[int, list[float]]        # K -> PCIR_t@K
+    recall: Mapping[int, list[float]]      # K -> Recall@(t, K)
+    summaries: Mapping[str, Estimate]      # "pc@10" (at T), "pcir_avg@10", "recall@10" (mean
+    #                                        over turns), each with its user-bootstrap CI
+
+    def as_json(self) -> dict:
+        out: dict = {"turns": self.turns, "users": self.users}
+        for name, table in (("pc", self.pc), ("pcir", self.pcir), ("recall", self.recall)):
+            for k, values in table.items():
+                out[f"{name}@{k}"] = [round(v, 6) for v in values]
+        out["summaries"] = {name: {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
+                                   "n": dict(e.n)} for name, e in self.summaries.items()}
+        return out
+
+
+def preference_report(users: Sequence[SimulatedUser], *, turns: int,
+                      ks: Sequence[int] = KS, n_resamples: int = DEFAULT_RESAMPLES,
+                      seed: int = DEFAULT_SEED) -> PreferenceReport:
+    """PC_t, PCIR_t and Recall@(t, K) over USERS for every K and t ≤ TURNS, with CIs."""
+    if turns < 1:
+        raise ValueError("turns must be at least 1")
+    ids = [u.user_id for u in users]
+    pc, pcir, recall, summaries = {}, {}, {}, {}
+    for k in ks:
+        curves = [user_curves(u, turns=turns, k=k) for u in users]
+        coverage = np.array([c for c, _ in curves]).reshape(len(users), turns)
+        recalls = np.array([r for _, r in curves]).reshape(len(users), turns)
+        mean_cov = coverage.mean(axis=0) if users else np.zeros(turns)
+        pc[k] = mean_cov.tolist()
+        pcir[k] = np.diff(mean_cov, prepend=0.0).tolist()
+        recall[k] = (recalls.mean(axis=0) if users else np.zeros(turns)).tolist()
+        options = {"n_resamples": n_resamples, "seed": seed}
+        summaries[f"pc@{k}"] = cluster_bootstrap_mean(coverage[:, -1].tolist(), ids, **options)
+        # PCIR_avg per user is that user's PC_T / T; its mean over users is PCIR_avg.
+        summaries[f"pcir_avg@{k}"] = cluster_bootstrap_mean(
+            (coverage[:, -1] / turns).tolist(), ids, **options)
+        summaries[f"recall@{k}"] = cluster_bootstrap_mean(recalls.mean(axis=1).tolist(), ids,
+                                                          **options)
+    return PreferenceReport(turns, len(users), pc, pcir, recall, summaries)

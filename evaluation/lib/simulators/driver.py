@@ -1,0 +1,106 @@
+"""One simulated conversation between a user simulator and a live system.
+
+`simulate_dialogue` alternates user utterances and live-system answers for up to `turns` system
+turns (PEPPER, §3.1: up to 20), and returns either the whole dialogue or a failure. A failure
+(the system down, too slow, malformed, unknown ids; the simulator's LLM unusable) keeps no turn:
+nothing partial of a failed dialogue is ever stored. The timings separate the time spent in the
+live system and in the simulator's LLM calls from Concord's own work (the overhead that
+`bench_simulation` measures).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluation.lib.live.client import LiveCallError
+from evaluation.lib.live.contract import HistoryTurn, LiveAnswer, LiveRequest
+from evaluation.lib.simulators.simulators import Simulator, SimulatorError
+from evaluation.lib.simulators.users import ItemCard, SimUser
+
+REQUEST_TOP_K = 50  # PEPPER reads up to K = 50
+
+
+@dataclass
+class DialogueOutcome:
+    user_id: str
+    dialogue_id: str
+    target_item_ids: tuple[str, ...]
+    turns: list[dict] = field(default_factory=list)  # bundle turn format + ranked_item_ids
+    rankings: list[tuple[str, ...]] = field(default_factory=list)
+    hidden: dict[str, Any] = field(default_factory=dict)
+    error_kind: str = ""
+    error: str = ""
+    system_seconds: float = 0.0
+    llm_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.error_kind
+
+    def as_export(self) -> dict:
+        """One line of `export_simulation`'s dialogues.jsonl."""
+        return {"user_id": self.user_id, "dialogue_id": self.dialogue_id,
+                "target_item_ids": list(self.target_item_ids), "turns": self.turns}
+
+
+def _turn(index: int, role: str, text: str, action: str, *, ranked=(), citations=()) -> dict:
+    turn = {"index": index, "role": role, "text": text, "action": action,
+            "referenced_item_ids": list(ranked[:1]), "citations": [dict(c) for c in citations],
+            "gold_item_ids": [], "alternative_item_ids": []}
+    if role == "system":
+        turn["ranked_item_ids"] = list(ranked)
+    return turn
+
+
+def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark: str,
+                      dialogue_id: str, turns: int, cards: Mapping[str, ItemCard],
+                      pool: tuple[str, ...] = (),
+                      clock: Callable[[], float] = time.perf_counter) -> DialogueOutcome:
+    """Talk until TURNS system turns were answered or the simulator ends the dialogue."""
+    outcome = DialogueOutcome(user.user_id, dialogue_id, user.target_item_ids)
+    started = clock()
+    history: list[HistoryTurn] = []
+    rows: list[dict] = []
+    state = None
+    try:
+        target = user.target_view if simulator.target_based else None
+        state = simulator.start(user.history, target)
+        utterance = simulator.opening(state)
+        for t in range(turns):
+            rows.append(_turn(len(rows), "user", utterance.text, utterance.action))
+            request = LiveRequest(benchmark, dialogue_id, len(rows), tuple(history),
+                                  utterance.text, pool, REQUEST_TOP_K)
+            history.append(HistoryTurn("user", utterance.text, (), utterance.action))
+            called = clock()
+            answer: LiveAnswer = system.turn(request)
+            outcome.system_seconds += clock() - called
+            ranked = answer.ranked_item_ids
+            rows.append(_turn(len(rows), "system", answer.response,
+                              "recommend" if ranked else "other", ranked=ranked,
+                              citations=answer.citations))
+            history.append(HistoryTurn("system", answer.response, ranked))
+            outcome.rankings.append(ranked)
+            if t == turns - 1:
+                break
+            shown = [cards[i] for i in ranked[:simulator.shown_k] if i in cards]
+            utterance = simulator.respond(state, answer, shown)
+            if utterance.done:
+                rows.append(_turn(len(rows), "user", utterance.text, utterance.action))
+                break
+    except LiveCallError as error:
+        outcome.error_kind, outcome.error = error.kind, f"turn {len(rows)}: {error.message}"
+    except SimulatorError as error:
+        outcome.error_kind, outcome.error = "simulator", str(error)
+    outcome.total_seconds = clock() - started
+    outcome.llm_seconds = state.llm_seconds if state is not None else 0.0
+    if not outcome.ok:
+        outcome.rankings = []
+        return outcome  # nothing partial: a failed dialogue keeps no turn
+    outcome.turns = rows
+    outcome.hidden = {"target_item_ids": list(user.target_item_ids),
+                      "preferences": state.preferences, "reflections": state.reflections}
+    return outcome

@@ -1,0 +1,133 @@
+"""Simulated users from a benchmark bundle (docs/formats.md §1 and §5).
+
+A simulated user is a benchmark dialogue that names both `seen_item_ids` (the user's history:
+items the user has visited, with their reviews) and `target_item_ids` (the held-out items the
+user would like, PEPPER's Y(u)). This is the seen/target split of PEPPER (Kim et al.), §3.2.1.
+`pick_users` chooses N of them with a seeded shuffle, so a run names its users by (seed, N).
+
+The split is kept apart from what simulators see: `HistoryView` (seen items and their reviews,
+the scenario's city and item type) is all a target-free simulator gets; only a target-based
+(iEvaLM-style) simulator is also given `TargetView`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+MAX_REVIEWS_PER_ITEM = 3
+
+
+class NoSimulatedUsers(ValueError):
+    """The benchmark cannot be simulated: no dialogue has both a seen and a target set."""
+
+
+@dataclass(frozen=True)
+class ItemCard:
+    id: str
+    name: str
+    type: str
+    city: str | None
+    categories: tuple[str, ...]
+    price_level: int | None
+    stars: float | None
+    description: str
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> ItemCard:
+        return cls(record["id"], record["name"], record["type"], record.get("city"),
+                   tuple(record.get("categories") or ()), record.get("price_level"),
+                   record.get("stars"), record.get("description") or "")
+
+    def text(self, *, with_name: bool = True) -> str:
+        facts = [self.name] if with_name else []
+        facts.append(self.type + (f" in {self.city}" if self.city else ""))
+        if self.categories:
+            facts.append(", ".join(self.categories))
+        if self.price_level:
+            facts.append("$" * self.price_level)
+        if self.stars is not None:
+            facts.append(f"{self.stars:g} stars")
+        if self.description:
+            facts.append(self.description)
+        return "; ".join(facts)
+
+
+@dataclass(frozen=True)
+class SeenItem:
+    card: ItemCard
+    reviews: tuple[tuple[str, float | None], ...]  # (text, stars)
+
+
+@dataclass(frozen=True)
+class HistoryView:
+    """What a target-free simulator knows of its user (never a target id)."""
+
+    user_id: str
+    city: str | None
+    item_type: str | None
+    seen: tuple[SeenItem, ...]
+
+    @property
+    def seen_ids(self) -> frozenset[str]:
+        return frozenset(s.card.id for s in self.seen)
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """What a target-based (iEvaLM-style) simulator also knows: the item it is looking for."""
+
+    target: ItemCard
+
+
+@dataclass(frozen=True)
+class SimUser:
+    user_id: str  # the benchmark dialogue the user comes from
+    history: HistoryView
+    target_item_ids: tuple[str, ...]
+    candidate_item_ids: tuple[str, ...]
+    target_card: ItemCard
+
+    @property
+    def target_view(self) -> TargetView:
+        return TargetView(self.target_card)
+
+
+def simulated_users(*, items: Sequence[Mapping], reviews: Sequence[Mapping],
+                    dialogues: Sequence[Mapping]) -> list[SimUser]:
+    """Every dialogue with a seen and a target set, as a simulated user (bundle order)."""
+    cards = {r["id"]: ItemCard.from_record(r) for r in items}
+    by_item: dict[str, list[tuple[str, float | None]]] = {}
+    for review in reviews:
+        by_item.setdefault(review["item_id"], []).append((review["text"], review.get("stars")))
+    users = []
+    for record in dialogues:
+        seen, targets = record.get("seen_item_ids") or [], record.get("target_item_ids") or []
+        if not seen or not targets:
+            continue
+        scenario = record.get("scenario") or {}
+        history = HistoryView(
+            user_id=record["id"], city=scenario.get("city") or cards[targets[0]].city,
+            item_type=scenario.get("item_type") or cards[targets[0]].type,
+            seen=tuple(SeenItem(cards[i], tuple(by_item.get(i, [])[:MAX_REVIEWS_PER_ITEM]))
+                       for i in seen))
+        users.append(SimUser(record["id"], history, tuple(targets),
+                             tuple(record.get("candidate_item_ids") or ()), cards[targets[0]]))
+    return users
+
+
+def pick_users(users: Sequence[SimUser], n: int, seed: int) -> list[SimUser]:
+    """N users chosen by a seeded shuffle of the users in id order."""
+    if not users:
+        raise NoSimulatedUsers(
+            "this benchmark has no simulated users: user simulation needs dialogues with both "
+            "seen_item_ids (the user's history) and target_item_ids (the held-out items it "
+            "would like), see docs/formats.md §5")
+    if n < 1:
+        raise ValueError("at least one user is needed")
+    ordered = sorted(users, key=lambda u: u.user_id)
+    random.Random(seed).shuffle(ordered)
+    if n > len(ordered):
+        raise ValueError(f"the benchmark has {len(ordered)} simulated users, {n} were asked for")
+    return ordered[:n]

@@ -1,0 +1,36 @@
+"""Reads for a simulation's part of the run page: the simulator's configuration, failures, the
+PC_t curve per K (PEPPER Fig. 3 style) and the dialogues, hidden parts only where allowed."""
+
+from evaluation.lib import charts
+from evaluation.lib.metrics.preference import KS
+from evaluation.models import Simulation
+
+CHART_KS = (1, 10, 50)
+DIALOGUES_SHOWN = 50
+
+
+def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None) -> dict:
+    """VISIBLE_HIDDEN: users whose targets and preferences may be shown (None: all)."""
+    report = simulation.report or {}
+    turns = list(range(1, simulation.turns + 1))
+    curves = []
+    for k in CHART_KS:
+        values = report.get(f"pc@{k}")
+        if values:
+            curves.append({"k": k, "final": values[-1], "chart": charts.curve(
+                [(t, v, None, None) for t, v in zip(turns, values, strict=True)],
+                x_label="turn t", y_label=f"PC_t@{k}", y_range=(0.0, 1.0))})
+    table = [{"k": k, "pc": report.get(f"pc@{k}", []), "pcir": report.get(f"pcir@{k}", []),
+              "recall": report.get(f"recall@{k}", [])} for k in KS if report.get(f"pc@{k}")]
+    dialogues = []
+    for row in simulation.dialogues.order_by("position")[:DIALOGUES_SHOWN]:
+        show = visible_hidden is None or row.user_id in visible_hidden
+        dialogues.append({"user_id": row.user_id, "status": row.status, "turns": row.turns,
+                          "error_kind": row.error_kind, "error": row.error,
+                          "hidden": row.hidden if show else None,
+                          "targets": row.target_item_ids if show else None})
+    return {"simulation": simulation, "config": simulation.config, "curves": curves,
+            "table": table, "failed": report.get("failed"),
+            "failures_by_kind": report.get("failures_by_kind", {}),
+            "overhead_ms": report.get("overhead_ms_per_turn"), "dialogues": dialogues,
+            "dialogue_count": simulation.dialogues.count()}
