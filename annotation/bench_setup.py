@@ -19,8 +19,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation import queue, services
+from annotation import queue
 from annotation.lib import taskforms
+from annotation.services.members import study_member_add
+from annotation.services.studies import StudySpec, study_create
 from config.roles import ANNOTATOR, STUDY_AUTHOR
 
 from .models import Assignment
@@ -77,19 +79,19 @@ def seed_study(*, annotators: int, items: int, stdout=None) -> dict:
 
     benchmark = Benchmark.objects.get(slug="demo-tourism")
     author = _user("bench-author", STUDY_AUTHOR)
-    study = services.study_create(
+    study = study_create(
         benchmark=benchmark, author=author, title="Benchmark study", slug="bench-study",
-        spec=services.StudySpec(forms=FORMS, sample_size=items, seed=1),
+        spec=StudySpec(forms=FORMS, sample_size=items, seed=1),
         overlap_k=min(50, annotators + 1))
     pool = list(study.items.filter(kind="normal"))
     plan = {"slug": study.slug, "answers": ANSWERS, "annotators": []}
     for n in range(1, annotators + 1):
         user = _user(f"bench-annotator-{n}", ANNOTATOR)
-        member = services.study_member_add(study=study, user=user)
+        member = study_member_add(study=study, user=user)
         plan["annotators"].append({"session": _session(user),
                                    "positions": _queue(member, pool, items)})
     probe = _user("bench-probe", ANNOTATOR)
-    _queue(services.study_member_add(study=study, user=probe), pool, 2)
+    _queue(study_member_add(study=study, user=probe), pool, 2)
     plan["queries"] = _count_queries(probe, study.slug)
     plan["warm_up"] = {"session": _session(probe), "position": 2}
     if stdout is not None:

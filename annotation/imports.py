@@ -53,7 +53,7 @@ from evaluation.services.submissions import submission_create, system_create
 
 from .models import FIELD_LEVELS, ImportedField, ImportedLabel, Study
 from .report_selectors import reference_system_name
-from .services import unique_study_slug
+from .services.studies import unique_study_slug
 
 EXTERNAL_PREFIX = "external:"
 EXTERNAL_AXIS = "external"

@@ -5,7 +5,12 @@ from celery import shared_task
 from evaluation.services.jobs import job_begin, job_finish, job_progress
 
 from .models import Study
-from .services import export_is_bundle, export_path, study_bundle_write, study_export_write
+from .services.study_exports import (
+    export_is_bundle,
+    export_path,
+    study_bundle_write,
+    study_export_write,
+)
 
 
 @shared_task(acks_late=True)

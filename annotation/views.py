@@ -14,9 +14,10 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import exports, report_selectors, selectors, services
+from annotation import exports, report_selectors, selectors
 from annotation.lib import reports
 from annotation.lib.rendering import render_markdown
+from annotation.services import annotations, handout, members, studies, study_exports
 from evaluation.lib import charts
 from evaluation.models import Job
 from evaluation.services.jobs import jobs_fail_stale
@@ -62,14 +63,14 @@ def study_create(request):
     form = StudyCreateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        spec = services.StudySpec(
+        spec = studies.StudySpec(
             forms=tuple(data["task_forms"]), include_reference=data["include_reference"],
             submission_ids=tuple(s.pk for s in data["submissions"]),
             splits=tuple(data["splits"]), sample_size=data["sample_size"], seed=data["seed"],
             stratify=data["stratify"] or "", calibration_count=data["calibration_count"],
             gold_count=data["gold_count"])
         try:
-            study = services.study_create(
+            study = studies.study_create(
                 benchmark=data["benchmark"], author=request.user, title=data["title"], spec=spec,
                 instructions=data["instructions"], likert_scales=data["likert_scales"],
                 overlap_k=data["overlap_k"], gold_rate=data["gold_rate"],
@@ -93,7 +94,7 @@ def study_join(request, token):
     if study is None:
         raise Http404("This invitation link is not valid.")
     if request.method == "POST":
-        if services.study_join(token=token, user=request.user) is None:
+        if members.study_join(token=token, user=request.user) is None:
             raise PermissionDenied("This study is closed.")
         return redirect("annotation:study_detail", slug=study.slug)
     return render(request, "annotation/study_join.html", {"study": study})
@@ -121,7 +122,7 @@ def study_detail(request, slug):
 def study_next(request, slug):
     """Hand out the next item (or give back the unfinished one) and open it."""
     member = get_member_for_user(request.user, slug)
-    assignment = services.assignment_next(member=member)
+    assignment = handout.assignment_next(member=member)
     if assignment is None:
         progress = selectors.member_progress(member=member)
         return render(request, "annotation/study_done.html",
@@ -153,8 +154,8 @@ def item_draft(request, slug, position):
     """Autosave: htmx posts the form on every change (item.html), a beacon when the page is
     hidden; the reply is the save-status fragment htmx swaps in."""
     assignment = get_assignment_for_user(request.user, slug, position, write=True)
-    draft = services.draft_save(assignment=assignment, data=request.POST,
-                                focused_ms=_focused_ms(request))
+    draft = annotations.draft_save(assignment=assignment, data=request.POST,
+                                   focused_ms=_focused_ms(request))
     return render(request, "annotation/_save_status.html", {"draft": draft})
 
 
@@ -163,11 +164,11 @@ def item_draft(request, slug, position):
 def item_submit(request, slug, position):
     assignment = get_assignment_for_user(request.user, slug, position, write=True)
     checker = selectors.recommend_quote_checker(assignment.item)
-    result = services.annotation_submit(assignment=assignment, data=request.POST,
-                                        focused_ms=_focused_ms(request), quote_checker=checker)
+    result = annotations.annotation_submit(assignment=assignment, data=request.POST,
+                                           focused_ms=_focused_ms(request), quote_checker=checker)
     if result.errors:
-        services.draft_save(assignment=assignment, data=request.POST,
-                            focused_ms=_focused_ms(request))
+        annotations.draft_save(assignment=assignment, data=request.POST,
+                               focused_ms=_focused_ms(request))
         assignment = get_assignment_for_user(request.user, slug, position)
         return _item_response(request, assignment, errors=result.errors, status=400)
     if assignment.item.kind == "calibration":
@@ -189,9 +190,9 @@ def study_dashboard(request, slug):
         "invite_url": request.build_absolute_uri(
             reverse("annotation:study_join", kwargs={"token": study.invite_token})),
         "exports": Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk)
-        .exclude(params__format=services.BUNDLE)[:1],
+        .exclude(params__format=study_exports.BUNDLE)[:1],
         "bundles": Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk,
-                                      params__format=services.BUNDLE)[:1],
+                                      params__format=study_exports.BUNDLE)[:1],
         "add_form": MemberAddForm(),
     }
     return render(request, "annotation/study_dashboard.html", context)
@@ -203,7 +204,7 @@ def study_member_add(request, slug):
     study = get_study_for_user(request.user, slug, write=True)
     form = MemberAddForm(request.POST)
     if form.is_valid():
-        services.study_member_add(study=study, user=form.cleaned_data["username"])
+        members.study_member_add(study=study, user=form.cleaned_data["username"])
         messages.success(request, f"{form.cleaned_data['username']} is now an annotator.")
     else:
         messages.error(request, "; ".join(form.errors.get("username", ["Invalid."])))
@@ -219,8 +220,8 @@ def study_member_exclude(request, slug, member_id):
         raise Http404("No such annotator.")
     form = ExclusionForm(request.POST)
     if form.is_valid():
-        services.study_member_set_excluded(member=member, excluded=form.cleaned_data["excluded"],
-                                           reason=form.cleaned_data["reason"])
+        members.study_member_set_excluded(member=member, excluded=form.cleaned_data["excluded"],
+                                          reason=form.cleaned_data["reason"])
     if request.htmx:
         context = {"study": study, **selectors.study_dashboard(study=study),
                    "exclusion_errors": {member.pk: form.errors.get("reason")}}
@@ -237,8 +238,8 @@ def study_export(request, slug):
     """POST starts an export job; GET (?job=) shows its progress, polled by HTMX."""
     study = get_study_for_user(request.user, slug, write=True)
     if request.method == "POST":
-        job = services.study_export_start(study=study, user=request.user,
-                                          bundle=request.POST.get("format") == services.BUNDLE)
+        bundle = request.POST.get("format") == study_exports.BUNDLE
+        job = study_exports.study_export_start(study=study, user=request.user, bundle=bundle)
     else:
         job = (Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk,
                                   pk=request.GET.get("job") or 0).first()
@@ -256,10 +257,10 @@ def study_export_download(request, slug, job_id):
     study = get_study_for_user(request.user, slug, write=True)
     job = Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk, pk=job_id,
                              status=Job.Status.SUCCEEDED).first()
-    path = services.export_path(job) if job else None
+    path = study_exports.export_path(job) if job else None
     if path is None or not path.exists():
         raise Http404("No such export.")
-    if services.export_is_bundle(job):
+    if study_exports.export_is_bundle(job):
         return FileResponse(path.open("rb"), as_attachment=True, content_type="application/zip",
                             filename=f"{study.slug}-paper-bundle-{job.pk}.zip")
     return FileResponse(path.open("rb"), as_attachment=True, content_type="text/csv",

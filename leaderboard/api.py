@@ -34,9 +34,9 @@ from evaluation.services.submissions import (
 )
 from evaluation.views import attachment
 
-from . import selectors
 from .access import get_submission_for_user, get_system_for_user, submissions_for_user
 from .access import systems_for_user as visible_systems
+from .selectors.boards import leaderboard
 from .serializers import (
     BenchmarkSerializer,
     LeaderboardSerializer,
@@ -253,7 +253,7 @@ class LeaderboardDetail(APIView):
         if protocol not in (benchmark.protocols or ["turn"]):
             return Response({"detail": "This benchmark has no such protocol."}, status=404)
         params = request.query_params
-        lb = selectors.leaderboard(
+        lb = leaderboard(
             benchmark=benchmark, protocol=protocol, user=request.user,
             sort=params.get("sort", ""), order=params.get("order", ""),
             family=params.get("family", ""),

@@ -9,7 +9,7 @@ from evaluation.models import Benchmark
 def refresh_ranks_job(benchmark_id: int, protocol: str) -> None:
     """Recompute a leaderboard's rank snapshots after a run finished or a submission was
     published or withdrawn (idempotent: an up-to-date snapshot is left alone)."""
-    from .selectors import rank_snapshots_refresh
+    from .selectors.ranks import rank_snapshots_refresh
 
     benchmark = Benchmark.objects.filter(pk=benchmark_id).first()
     if benchmark is not None:

@@ -34,7 +34,6 @@ from evaluation.services.submissions import (
     system_update,
 )
 
-from . import selectors
 from .access import (
     can_write_system,
     get_submission_for_user,
@@ -45,6 +44,24 @@ from .access import (
 from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SubmissionForm, SystemForm
 from .models import RankSnapshot
+from .selectors.boards import (
+    benchmark_leaderboard_counts,
+    leaderboard,
+    leaderboard_export_rows,
+    leaderboard_scatter,
+)
+from .selectors.compare import systems_compare
+from .selectors.drilldown import dialogue_drilldown, latest_succeeded_run
+from .selectors.runs import visible_runs
+from .selectors.systems import (
+    DIALOGUE_METRICS,
+    system_boards,
+    system_dialogues,
+    system_radar,
+    system_results,
+    system_submissions,
+    system_tiers,
+)
 from .services import rank_refresh_enqueue, researcher_register
 
 RESULT_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr", "bleu4")
@@ -63,7 +80,7 @@ def _protocol_or_404(benchmark, protocol: str | None) -> str:
 
 def leaderboard_index(request):
     benchmarks = list(benchmarks_for_user(request.user))
-    counts = selectors.benchmark_leaderboard_counts(benchmarks)
+    counts = benchmark_leaderboard_counts(benchmarks)
     boards = [{"benchmark": b, "protocol": p, "systems": counts.get((b.pk, p), 0)}
               for b in benchmarks for p in (b.protocols or ["turn"])]
     return render(request, "leaderboard/index.html", {"boards": boards})
@@ -89,8 +106,7 @@ def board(request, benchmark, protocol=None):
     benchmark = get_benchmark_for_user(request.user, benchmark)
     protocol = _protocol_or_404(benchmark, protocol)
     params = _board_params(request)
-    lb = selectors.leaderboard(benchmark=benchmark, protocol=protocol, user=request.user,
-                               **params)
+    lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
     params.update(sort=lb.sort, order=lb.order)
     headers = []
     for column in lb.columns:
@@ -107,7 +123,7 @@ def board(request, benchmark, protocol=None):
                               order="desc" if lb.sort == "system" and lb.order == "asc"
                               else "asc"),
         "family_sort": _query(params, sort="family", order="asc"),
-        "scatter": selectors.leaderboard_scatter(lb),
+        "scatter": leaderboard_scatter(lb),
         "export_query": _query(params)[1:],
         "protocols": benchmark.protocols or ["turn"],
     }
@@ -125,9 +141,8 @@ def board_export(request, benchmark, protocol, fmt):
     protocol = _protocol_or_404(benchmark, protocol)
     params = _board_params(request)
     params["all_columns"] = request.GET.get("columns", "all") == "all"
-    lb = selectors.leaderboard(benchmark=benchmark, protocol=protocol, user=request.user,
-                               **params)
-    records = selectors.leaderboard_export_rows(lb, request.build_absolute_uri("/")[:-1])
+    lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
+    records = leaderboard_export_rows(lb, request.build_absolute_uri("/")[:-1])
     name = f"leaderboard-{benchmark.slug}-{protocol}"
     if fmt == "json":
         payload = {"benchmark": benchmark.slug, "benchmark_version": benchmark.version,
@@ -196,25 +211,25 @@ def system_edit(request, slug):
 def system_detail(request, slug):
     """Metrics with CIs, a radar of the axes, difficulty tiers, dialogues to drill into."""
     system = get_system_for_user(request.user, slug)
-    boards = selectors.system_boards(system=system, user=request.user)
+    boards = system_boards(system=system, user=request.user)
     context = {"system": system, "boards": boards, "can_write": can_write_system(
-        request.user, system), "submissions": selectors.system_submissions(
+        request.user, system), "submissions": system_submissions(
         system=system, user=request.user)}
     chosen = _chosen_board(request, boards)
     if chosen:
         benchmark, protocol = chosen
-        runs = selectors.visible_runs(benchmark=benchmark, protocol=protocol,
-                                      user=request.user, system=system)
-        results = selectors.system_results(runs=runs)
+        runs = visible_runs(benchmark=benchmark, protocol=protocol, user=request.user,
+                            system=system)
+        results = system_results(runs=runs)
         trace = next((r for r in runs if r.evaluator == SUITE_NAME), None)
         context.update(benchmark=benchmark, protocol=protocol, runs=runs, results=results,
-                       radar=selectors.system_radar(results), trace_run=trace)
+                       radar=system_radar(results), trace_run=trace)
         if trace:
-            context["tiers"] = selectors.system_tiers(run_id=trace.run_id, benchmark=benchmark)
-            dialogues = selectors.system_dialogues(run_id=trace.run_id, benchmark=benchmark)
+            context["tiers"] = system_tiers(run_id=trace.run_id, benchmark=benchmark)
+            dialogues = system_dialogues(run_id=trace.run_id, benchmark=benchmark)
             context["dialogues"] = Paginator(dialogues, 20).get_page(request.GET.get("page"))
-            context["dialogue_metrics"] = selectors.DIALOGUE_METRICS
-            context["others"] = [r for r in selectors.visible_runs(
+            context["dialogue_metrics"] = DIALOGUE_METRICS
+            context["others"] = [r for r in visible_runs(
                 benchmark=benchmark, protocol=protocol, user=request.user)
                 if r.evaluator == SUITE_NAME and r.system_id != system.pk]
     return render(request, "leaderboard/system_detail.html", context)
@@ -347,11 +362,10 @@ def submission_dialogue(request, uuid, dialogue_id):
                 .filter(external_id=dialogue_id).first())
     if dialogue is None or submission.protocol != "turn":
         raise Http404("No such dialogue.")
-    run = selectors.latest_succeeded_run(submission)
+    run = latest_succeeded_run(submission)
     context = {"submission": submission, "system": submission.system, "run": run,
                "benchmark": submission.benchmark, "dialogue": dialogue,
-               **selectors.dialogue_drilldown(submission=submission, run=run,
-                                              dialogue=dialogue)}
+               **dialogue_drilldown(submission=submission, run=run, dialogue=dialogue)}
     return render(request, "leaderboard/dialogue_drilldown.html", context)
 
 
@@ -367,8 +381,8 @@ def compare(request):
     if not slug:
         return render(request, "leaderboard/compare.html", context)
     benchmark = get_benchmark_for_user(request.user, slug)
-    runs = [r for r in selectors.visible_runs(benchmark=benchmark, protocol="turn",
-                                              user=request.user) if r.evaluator == SUITE_NAME]
+    runs = [r for r in visible_runs(benchmark=benchmark, protocol="turn", user=request.user)
+            if r.evaluator == SUITE_NAME]
     context.update(benchmark=benchmark, choices=sorted(runs, key=lambda r: r.name.lower()))
     if context["a"] and context["b"]:
         systems = [get_system_for_user(request.user, context[k]) for k in ("a", "b")]
@@ -384,8 +398,8 @@ def compare(request):
 
             run_a, run_b = (Run.objects.get(pk=r.run_id) for r in pair)
             context.update(run_a=run_a, run_b=run_b, pair=pair,
-                           **selectors.systems_compare(run_a=run_a, run_b=run_b,
-                                                       all_metrics=context["all"]))
+                           **systems_compare(run_a=run_a, run_b=run_b,
+                                             all_metrics=context["all"]))
     return render(request, "leaderboard/compare.html", context)
 
 

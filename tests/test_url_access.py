@@ -170,13 +170,15 @@ def personas(db, outsider, annotator, researcher, author, staff):
 @pytest.fixture
 def tiny_study(db, tiny_benchmark, author, annotator):
     """A study on the tiny benchmark: the author owns it, the annotator holds item 1."""
-    from annotation import services
+    from annotation.services.handout import assignment_next
+    from annotation.services.members import study_member_add
+    from annotation.services.studies import StudySpec, study_create
 
-    study = services.study_create(benchmark=tiny_benchmark, author=author, title="Tiny study",
-                                  slug="tiny-study", spec=services.StudySpec(forms=("citation",)))
+    study = study_create(benchmark=tiny_benchmark, author=author, title="Tiny study",
+                         slug="tiny-study", spec=StudySpec(forms=("citation",)))
     study.invite_token = "tiny-invite"
     study.save(update_fields=["invite_token"])
-    services.assignment_next(member=services.study_member_add(study=study, user=annotator))
+    assignment_next(member=study_member_add(study=study, user=annotator))
     return study
 
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 from django.core.paginator import Paginator
 
 from evaluation.lib.charts import agreement_chart
-from evaluation.lib.llm import core
+from evaluation.lib.llm import core_debate
 from evaluation.lib.llm.core_rubrics import DEBATE_ROLES, FACTOR_GUIDELINES
 from evaluation.lib.llm.evaluators import (
     CORE,
@@ -59,7 +59,7 @@ def run_llm_report(*, run, include_hidden: bool, page: str | None = None) -> dic
     }
     if run.evaluator == CORE and run.config.get("debate"):
         max_rounds = int(run.config["debate"].get("max_rounds", 4))
-        curve = core.agreement_curve(_all_debates(run), max_rounds=max_rounds,
+        curve = core_debate.agreement_curve(_all_debates(run), max_rounds=max_rounds,
                                      tolerance=float(run.config["debate"].get(
                                          "agreement_tolerance", 0)))
         report["curve"] = curve
@@ -156,16 +156,16 @@ _DEBATE_FIELDS = ("unit_id", "round", "role", "score", "statement", "failure", "
                   "attempts")
 
 
-def _debates(run, unit_ids) -> dict[str, core.DebateResult]:
+def _debates(run, unit_ids) -> dict[str, core_debate.DebateResult]:
     rows = defaultdict(list)
     for row in run.debate_turns.filter(unit_id__in=list(unit_ids)).values(*_DEBATE_FIELDS):
         rows[row["unit_id"]].append(row)
     tolerance = float((run.config.get("debate") or {}).get("agreement_tolerance", 0))
-    return {unit: core.DebateResult.from_records(records, tolerance=tolerance)
+    return {unit: core_debate.DebateResult.from_records(records, tolerance=tolerance)
             for unit, records in rows.items()}
 
 
-def _all_debates(run) -> list[core.DebateResult]:
+def _all_debates(run) -> list[core_debate.DebateResult]:
     """Every debate of the run (failed ones flagged, so the curve leaves them out)."""
     failures = {unit: (detail or {}).get("failure")
                 for unit, detail in run.unit_scores.filter(metric=DEBATE_SCORE)
@@ -173,5 +173,5 @@ def _all_debates(run) -> list[core.DebateResult]:
     rows = defaultdict(list)
     for row in run.debate_turns.values("unit_id", "round", "role", "score"):
         rows[row["unit_id"]].append(row)
-    return [core.DebateResult.from_records(records, failure=failures.get(unit))
+    return [core_debate.DebateResult.from_records(records, failure=failures.get(unit))
             for unit, records in rows.items()]

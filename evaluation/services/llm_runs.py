@@ -22,9 +22,11 @@ from django.db import transaction
 
 from evaluation import ports
 from evaluation.lib.formats.submission import TURN, iter_log_records, iter_turn_records
-from evaluation.lib.llm import core
+from evaluation.lib.llm import core_debate, core_factors, core_routing, core_rubrics
 from evaluation.lib.llm.adapters import judged_turns, log_cluster
 from evaluation.lib.llm.conversation import ConversationLog
+from evaluation.lib.llm.core_debate import DebateResult, DebateSettings
+from evaluation.lib.llm.core_recall_persuasiveness import score_persuasiveness, session_recall
 from evaluation.lib.llm.evaluators import (
     CORE,
     DEBATE_SCORE,
@@ -343,7 +345,7 @@ def _execute_core(run: Run, progress: Progress) -> dict:
     progress("load", 1, 1)
     factor_configs, routing = _core_routing(ctx, item_names, progress)
     debate = run.config.get("debate")
-    debate_settings = core.DebateSettings(**debate, max_reasks=ctx.max_reasks) if debate else None
+    debate_settings = DebateSettings(**debate, max_reasks=ctx.max_reasks) if debate else None
     debate_config = model_config(run.config["debate_model"])
 
     def score_log(log: ConversationLog) -> UnitOutcome:
@@ -357,9 +359,9 @@ def _execute_core(run: Run, progress: Progress) -> dict:
 def _core_log(ctx: _Context, log: ConversationLog, *, factor_configs, debate_config,
               debate_settings, item_names) -> UnitOutcome:
     unit, cluster = log.log_id, log_cluster(log)
-    factors = core.score_factors(log, gateway=ctx.gateway, config=factor_configs,
-                                 item_names=item_names, max_reasks=ctx.max_reasks,
-                                 meter=ctx.usage.stage("factors"))
+    factors = core_factors.score_factors(log, gateway=ctx.gateway, config=factor_configs,
+                                         item_names=item_names, max_reasks=ctx.max_reasks,
+                                         meter=ctx.usage.stage("factors"))
     outcome = UnitOutcome(unit, cluster, [])
 
     def add(metric: str, value, detail: dict | None = None) -> None:
@@ -372,20 +374,20 @@ def _core_log(ctx: _Context, log: ConversationLog, *, factor_configs, debate_con
     add(FACTOR_MEAN, statistics.fmean(scored) if scored else None,
         {"scored": len(scored), "of": len(factors)})
     if debate_settings is not None:
-        debate = core.run_debate(log, factors, gateway=ctx.gateway, config=debate_config,
-                                 settings=debate_settings, item_names=item_names,
-                                 meter=ctx.usage.stage("debate"))
+        debate = core_debate.run_debate(log, factors, gateway=ctx.gateway,
+                                        config=debate_config, settings=debate_settings,
+                                        item_names=item_names, meter=ctx.usage.stage("debate"))
         add(DEBATE_SCORE, debate.final_score,
             {"stopped": debate.stopped, "failure": debate.failure, "rounds": len(debate.rounds),
              "role_scores": dict(debate.role_scores)})
         _count(outcome, debate.failure, f"debate: {debate.failure}")
         outcome.debate = _debate_rows(ctx.run, unit, cluster, debate)
-    persuasion = core.score_persuasiveness(log, gateway=ctx.gateway, config=ctx.config,
-                                           item_names=item_names, max_reasks=ctx.max_reasks,
-                                           meter=ctx.usage.stage("persuasiveness"))
+    persuasion = score_persuasiveness(log, gateway=ctx.gateway, config=ctx.config,
+                                      item_names=item_names, max_reasks=ctx.max_reasks,
+                                      meter=ctx.usage.stage("persuasiveness"))
     add(PERSUASIVENESS, persuasion.score, _judge_detail(persuasion))
     _count(outcome, persuasion.failure, f"persuasiveness: {persuasion.failure}")
-    for k, value in core.session_recall(log, SESSION_RECALL_KS).items():
+    for k, value in session_recall(log, SESSION_RECALL_KS).items():
         add(session_recall_metric(k), value)
     return outcome
 
@@ -397,7 +399,7 @@ def _count(outcome: UnitOutcome, failure: str | None, message: str) -> None:
         outcome.usable += 1
 
 
-def _judge_detail(result: core.FactorResult) -> dict:
+def _judge_detail(result: core_factors.FactorResult) -> dict:
     detail = {"rationale": result.rationale, "attempts": result.attempts, "model": result.model}
     if result.failure:
         # What the model last said, so a reader can see why it was unusable.
@@ -405,10 +407,10 @@ def _judge_detail(result: core.FactorResult) -> dict:
     return detail
 
 
-_ROLE_POSITION = {role.key: position for position, role in enumerate(core.DEBATE_ROLES)}
+_ROLE_POSITION = {role.key: position for position, role in enumerate(core_rubrics.DEBATE_ROLES)}
 
 
-def _debate_rows(run: Run, unit: str, cluster: str, debate: core.DebateResult) -> list[DebateTurn]:
+def _debate_rows(run: Run, unit: str, cluster: str, debate: DebateResult) -> list[DebateTurn]:
     return [
         DebateTurn(run=run, unit_id=unit, dialogue_id=cluster, round=turn.round, role=turn.role,
                    position=_ROLE_POSITION.get(turn.role, 99), score=turn.score,
@@ -427,7 +429,7 @@ def _core_human_study(*, benchmark, slug: str | None = None):
 def _core_routing(ctx: _Context, item_names, progress: Progress):
     """Per-factor judge configs (mixture of evaluators, CoRE Appendix F) and the report."""
     judges = ctx.run.config.get("judges") or []
-    single = {factor: ctx.config for factor in core.FACTOR_KEYS}
+    single = {factor: ctx.config for factor in core_rubrics.FACTOR_KEYS}
     if len(judges) < 2:
         return single, {"mode": "single", "model": ctx.config.model,
                         "reason": "one judge model for every factor"}
@@ -447,10 +449,10 @@ def _core_routing(ctx: _Context, item_names, progress: Progress):
     for factor, per_unit in human.items():
         for unit, score in per_unit.items():
             by_unit[unit][factor] = score
-    table = core.qwk_by_factor(by_unit, scores)
-    choices = core.choose_judge_per_factor(table, preference=list(configs),
-                                           default_model=ctx.config.model)
-    routed = core.configs_for_choices(choices, configs, fallback=ctx.config)
+    table = core_routing.qwk_by_factor(by_unit, scores)
+    choices = core_routing.choose_judge_per_factor(table, preference=list(configs),
+                                                   default_model=ctx.config.model)
+    routed = core_routing.configs_for_choices(choices, configs, fallback=ctx.config)
     return routed, {
         "mode": "qwk", "study": study.slug, "units": len(logs), "qwk": table,
         "choices": {f: {"model": c.model, "qwk": c.qwk, "reason": c.reason,
@@ -465,7 +467,7 @@ def _judge_study_logs(ctx: _Context, configs: dict[str, ModelConfig], logs: dict
     units = list(logs)
     for done, (model, config) in enumerate(configs.items(), start=1):
         results = ctx.gateway.map(
-            lambda unit, config=config: core.score_factors(
+            lambda unit, config=config: core_factors.score_factors(
                 logs[unit], gateway=ctx.gateway, config=config, item_names=item_names,
                 max_reasks=ctx.max_reasks, meter=ctx.usage.stage("routing")),
             units)

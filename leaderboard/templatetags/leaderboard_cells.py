@@ -3,7 +3,7 @@ rendering each through the template engine costs more than the rest of the page 
 
 Escaping: `title` (it carries metric names and reasons from evaluators) is HTML-escaped here;
 `text` and `ci` are formatted floats and `href` is a reversed URL plus a slugified anchor
-(selectors.Cell), so they cannot hold markup — they are escaped anyway, cheaply, because they
+(selectors.boards.Cell), so they cannot hold markup — they are escaped anyway, cheaply, because they
 are short.
 """
 

@@ -5,8 +5,9 @@ import json
 import pytest
 from django.core.files.base import ContentFile
 
-from annotation import services
 from annotation.lib import taskforms
+from annotation.services.members import study_member_add
+from annotation.services.studies import StudySpec, study_create
 from evaluation.models import Submission, System
 
 SYSTEM_NAMES = {"zeta-secret-crs": "Zeta Secret CRS", "omega-hidden-rec": "Omega Hidden Rec"}
@@ -59,12 +60,12 @@ def make_submissions(benchmark, owner) -> list[Submission]:
 def make_study(benchmark, author, *, forms=(taskforms.CITATION, taskforms.CHECKLIST,
                                            taskforms.LIKERT), submissions=(), **options):
     spec_fields = {key: options.pop(key) for key in list(options)
-                   if key in services.StudySpec.__dataclass_fields__}
-    spec = services.StudySpec(forms=tuple(forms),
-                              submission_ids=tuple(s.pk for s in submissions),
-                              **{"sample_size": 10, **spec_fields})
-    return services.study_create(benchmark=benchmark, author=author, title="Tiny study",
-                                 spec=spec, **options)
+                   if key in StudySpec.__dataclass_fields__}
+    spec = StudySpec(forms=tuple(forms),
+                     submission_ids=tuple(s.pk for s in submissions),
+                     **{"sample_size": 10, **spec_fields})
+    return study_create(benchmark=benchmark, author=author, title="Tiny study",
+                        spec=spec, **options)
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def study(tiny_benchmark, author):
 
 @pytest.fixture
 def member(study, annotator):
-    return services.study_member_add(study=study, user=annotator)
+    return study_member_add(study=study, user=annotator)
 
 
 def full_answers(item_or_layout) -> dict:

@@ -3,7 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from annotation import services
+from annotation.services.handout import assignment_next
+from annotation.services.members import study_member_add
 
 from .conftest import make_study
 
@@ -12,9 +13,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def two_annotators(study, annotator, other_annotator):
-    first = services.study_member_add(study=study, user=annotator)
-    second = services.study_member_add(study=study, user=other_annotator)
-    services.assignment_next(member=first)
+    first = study_member_add(study=study, user=annotator)
+    second = study_member_add(study=study, user=other_annotator)
+    assignment_next(member=first)
     return first, second
 
 

@@ -6,10 +6,13 @@ import io
 import pytest
 from django.urls import reverse
 
-from annotation import services
 from annotation.lib import taskforms
 from annotation.models import Annotation, StudyMember
 from annotation.selectors import item_layout
+from annotation.services.annotations import annotation_submit
+from annotation.services.handout import assignment_next
+from annotation.services.members import study_member_add
+from annotation.services.study_exports import study_export_write
 from evaluation.models import Job
 
 from .conftest import full_answers, make_study
@@ -18,11 +21,11 @@ pytestmark = pytest.mark.django_db
 
 
 def work_through(study, member, **over):
-    while (assignment := services.assignment_next(member=member)) is not None:
+    while (assignment := assignment_next(member=member)) is not None:
         data = {**full_answers(item_layout(assignment.item, study)), **over}
         if assignment.item.kind == "gold":
             data.update({f"citation-{i}": "partial" for i in range(5)})
-        result = services.annotation_submit(assignment=assignment, data=data, focused_ms=3000)
+        result = annotation_submit(assignment=assignment, data=data, focused_ms=3000)
         assert not result.errors
 
 
@@ -30,9 +33,9 @@ def work_through(study, member, **over):
 def busy_study(tiny_benchmark, author, annotator, other_annotator):
     study = make_study(tiny_benchmark, author, overlap_k=2, gold_count=2, gold_rate=0.5,
                        gold_pass_threshold=0.6, tie_break_extra=False)
-    work_through(study, services.study_member_add(study=study, user=annotator),
+    work_through(study, study_member_add(study=study, user=annotator),
                  flag="1", flag_reason="<b>odd</b> response")
-    work_through(study, services.study_member_add(study=study, user=other_annotator))
+    work_through(study, study_member_add(study=study, user=other_annotator))
     return study
 
 
@@ -110,7 +113,7 @@ def test_export_cells_cannot_smuggle_spreadsheet_formulas(busy_study, annotator,
     annotation.values["comment"] = "=HYPERLINK(\"http://x\")"
     annotation.save()
     path = tmp_path / "x.csv"
-    services.study_export_write(study=busy_study, path=path)
+    study_export_write(study=busy_study, path=path)
     assert "'=HYPERLINK" in path.read_text()
 
 

@@ -6,10 +6,13 @@ import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
-from annotation import services
 from annotation.lib import taskforms
 from annotation.models import Assignment
 from annotation.selectors import item_layout
+from annotation.services.annotations import annotation_submit
+from annotation.services.handout import assignment_next
+from annotation.services.members import study_member_add
+from annotation.services.study_exports import study_export_write
 from evaluation.models import Submission, System
 
 from .conftest import _answers, full_answers, make_study
@@ -94,14 +97,14 @@ def test_the_authors_export_names_the_systems_behind_the_letters(
         tiny_benchmark, author, annotator, secret_submissions, tmp_path):
     study = make_study(tiny_benchmark, author, forms=["citation"],
                        submissions=secret_submissions, overlap_k=1)
-    member = services.study_member_add(study=study, user=annotator)
+    member = study_member_add(study=study, user=annotator)
     for _ in range(10):
-        assignment = services.assignment_next(member=member)
+        assignment = assignment_next(member=member)
         if assignment is None:
             break
-        services.annotation_submit(assignment=assignment, data=full_answers(
+        annotation_submit(assignment=assignment, data=full_answers(
             item_layout(assignment.item, study)))
     path = tmp_path / "export.csv"
-    services.study_export_write(study=study, path=path)
+    study_export_write(study=study, path=path)
     text = path.read_text()
     assert "quokka-ranker-x9" in text and "wombat-llm-q7" in text and "reference" in text

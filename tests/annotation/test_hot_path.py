@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from annotation import rows, selectors, services
+from annotation import rows, selectors
 from annotation.models import (
     Annotation,
     Assignment,
@@ -20,6 +20,9 @@ from annotation.models import (
     StudyItem,
     StudyMember,
 )
+from annotation.services.annotations import annotation_submit, draft_save
+from annotation.services.handout import assignment_next
+from annotation.services.members import study_member_add
 from evaluation.models import Review
 
 from .conftest import full_answers
@@ -32,8 +35,8 @@ def _fields(instance):
 
 
 def test_the_lookup_builds_the_same_objects_as_the_orm(study, member, annotator, outsider):
-    assignment = services.assignment_next(member=member)
-    services.draft_save(assignment=assignment, data={"likert-naturalness": "2"})
+    assignment = assignment_next(member=member)
+    draft_save(assignment=assignment, data={"likert-naturalness": "2"})
     found = rows.assignment_lookup(user_id=annotator.pk, slug=study.slug,
                                    position=assignment.position)
     orm = Assignment.objects.select_related("member", "item", "item__study").get(pk=assignment.pk)
@@ -53,7 +56,7 @@ def test_the_lookup_builds_the_same_objects_as_the_orm(study, member, annotator,
 
 
 def test_the_lookup_without_a_draft(study, member, annotator):
-    assignment = services.assignment_next(member=member)
+    assignment = assignment_next(member=member)
     found = rows.assignment_lookup(user_id=annotator.pk, slug=study.slug,
                                    position=assignment.position)
     assert found.draft_values is None
@@ -61,9 +64,9 @@ def test_the_lookup_without_a_draft(study, member, annotator):
 
 def test_a_fresh_item_is_rendered_once_and_drafts_stay_private(study, annotator,
                                                                other_annotator):
-    members = [services.study_member_add(study=study, user=u)
+    members = [study_member_add(study=study, user=u)
                for u in (annotator, other_annotator)]
-    first = services.assignment_next(member=members[0])
+    first = assignment_next(member=members[0])
     # the second annotator gets the same item (overlap k > 1), wherever it is in their queue
     second = Assignment.objects.create(
         member=members[1], item=first.item, position=1, handed_out_at=first.handed_out_at,
@@ -91,7 +94,7 @@ def test_a_fresh_item_is_rendered_once_and_drafts_stay_private(study, annotator,
     items.set(second_key, body)
     assert body[0] in page(other_annotator, second)  # as markup, not escaped text
     assert page(other_annotator, second).count('value="2" data-key="2" checked') == 0
-    services.draft_save(assignment=first, data={"likert-naturalness": "2", "comment": "mine"})
+    draft_save(assignment=first, data={"likert-naturalness": "2", "comment": "mine"})
     drafted = page(annotator, first)
     assert "Draft restored" in drafted and ">mine</textarea>" in drafted
     assert 'name="likert-naturalness" value="2" data-key="2" checked' in drafted
@@ -103,9 +106,9 @@ def test_a_fresh_item_is_rendered_once_and_drafts_stay_private(study, annotator,
 
 def test_the_cached_body_is_built_from_nothing_per_assignment(study, annotator, other_annotator):
     """Two annotators' assignments of one item give the same body context, key for key."""
-    members = [services.study_member_add(study=study, user=u)
+    members = [study_member_add(study=study, user=u)
                for u in (annotator, other_annotator)]
-    first = services.assignment_next(member=members[0])
+    first = assignment_next(member=members[0])
     second = Assignment.objects.create(
         member=members[1], item=first.item, position=1, handed_out_at=first.handed_out_at,
         last_active_at=first.handed_out_at, queue_total=1, focused_ms=1234,
@@ -123,7 +126,7 @@ def test_the_cached_body_is_built_from_nothing_per_assignment(study, annotator, 
 
 
 def test_touch_keeps_the_most_focused_time_and_the_first_submission(study, member):
-    assignment = services.assignment_next(member=member)
+    assignment = assignment_next(member=member)
     start = assignment.last_active_at
     Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.RELEASED,
                                                        released_at=start)
@@ -146,16 +149,16 @@ def test_touch_keeps_the_most_focused_time_and_the_first_submission(study, membe
 
 
 def test_item_labels_and_draft_delete_match_the_orm(study, member, annotator, other_annotator):
-    first = services.assignment_next(member=member)
-    services.draft_save(assignment=first, data={"likert-naturalness": "2"})
+    first = assignment_next(member=member)
+    draft_save(assignment=first, data={"likert-naturalness": "2"})
     answers = full_answers(first.item)
-    assert not services.annotation_submit(assignment=first, data=answers).errors
+    assert not annotation_submit(assignment=first, data=answers).errors
     assert not Draft.objects.filter(assignment=first).exists()  # the draft went with it
-    other = services.study_member_add(study=study, user=other_annotator)
+    other = study_member_add(study=study, user=other_annotator)
     second = Assignment.objects.create(
         member=other, item=first.item, position=1, handed_out_at=first.handed_out_at,
         last_active_at=first.handed_out_at, queue_total=1)
-    assert not services.annotation_submit(assignment=second, data=answers).errors
+    assert not annotation_submit(assignment=second, data=answers).errors
     expected = [rows.Label(**row) for row in Annotation.objects.filter(item=first.item)
                 .order_by("pk").values("pk", "annotator_id", "values", "revision_count")]
     found = sorted(rows.item_labels(first.item_id))

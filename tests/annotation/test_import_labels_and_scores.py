@@ -155,7 +155,7 @@ def test_an_imported_study_has_a_dashboard_and_a_bundle_of_its_labels(client, tw
     import csv
     import zipfile
 
-    from annotation.services import study_bundle_write
+    from annotation.services.study_exports import study_bundle_write
 
     path = tmp_path / "labels.csv"
     path.write_text("unit_type,unit_id,annotator_id,field,value\n" + "".join(

@@ -6,9 +6,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import services
 from annotation.models import Assignment, StudyItem
 from annotation.selectors import item_layout
+from annotation.services.annotations import annotation_submit, draft_save
+from annotation.services.handout import assignment_next, assignments_release_stale
+from annotation.services.members import study_member_add, study_member_set_excluded
 
 from .conftest import full_answers, make_study
 
@@ -17,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 def submit(assignment, **over):
     data = {**full_answers(item_layout(assignment.item, assignment.item.study)), **over}
-    result = services.annotation_submit(assignment=assignment, data=data, focused_ms=1000)
+    result = annotation_submit(assignment=assignment, data=data, focused_ms=1000)
     assert result.errors == []
     return result
 
@@ -25,7 +27,7 @@ def submit(assignment, **over):
 def drain(member, limit=50):
     got = []
     for _ in range(limit):
-        assignment = services.assignment_next(member=member)
+        assignment = assignment_next(member=member)
         if assignment is None:
             return got
         got.append(assignment)
@@ -34,17 +36,17 @@ def drain(member, limit=50):
 
 
 def test_an_unfinished_item_comes_back_before_anything_new(member):
-    first = services.assignment_next(member=member)
-    again = services.assignment_next(member=member)
+    first = assignment_next(member=member)
+    again = assignment_next(member=member)
     assert again.pk == first.pk and again.position == 1
     submit(first)
-    assert services.assignment_next(member=member).position == 2
+    assert assignment_next(member=member).position == 2
 
 
 def test_calibration_items_come_first_and_gold_is_mixed_in(tiny_benchmark, author, annotator):
     study = make_study(tiny_benchmark, author, calibration_count=2, gold_count=2,
                        gold_rate=0.5)
-    member = services.study_member_add(study=study, user=annotator)
+    member = study_member_add(study=study, user=annotator)
     kinds = [a.item.kind for a in drain(member)]
     assert kinds[:2] == ["calibration", "calibration"]
     rest = kinds[2:]
@@ -55,7 +57,7 @@ def test_calibration_items_come_first_and_gold_is_mixed_in(tiny_benchmark, autho
 def test_an_item_with_k_labels_is_not_handed_to_anyone_else(tiny_benchmark, author, annotator,
                                                             other_annotator, outsider):
     study = make_study(tiny_benchmark, author, overlap_k=2, tie_break_extra=False)
-    members = [services.study_member_add(study=study, user=u)
+    members = [study_member_add(study=study, user=u)
                for u in (annotator, other_annotator, outsider)]
     done = [len(drain(m)) for m in members]
     assert done == [2, 2, 0]
@@ -68,23 +70,23 @@ def test_live_hand_outs_hold_a_slot_and_abandoned_items_are_released(tiny_benchm
                                                                       other_annotator):
     study = make_study(tiny_benchmark, author, overlap_k=1, sample_size=1,
                        tie_break_extra=False)
-    first = services.study_member_add(study=study, user=annotator)
-    second = services.study_member_add(study=study, user=other_annotator)
-    held = services.assignment_next(member=first)
-    assert services.assignment_next(member=second) is None  # the only slot is held
+    first = study_member_add(study=study, user=annotator)
+    second = study_member_add(study=study, user=other_annotator)
+    held = assignment_next(member=first)
+    assert assignment_next(member=second) is None  # the only slot is held
     later = timezone.now() + timedelta(minutes=study.assignment_timeout_minutes + 1)
-    taken = services.assignment_next(member=second, now=later)
+    taken = assignment_next(member=second, now=later)
     assert taken is not None and taken.item_id == held.item_id
     held.refresh_from_db()
     assert held.status == Assignment.Status.RELEASED
 
 
 def test_a_released_item_with_a_draft_goes_back_to_its_annotator(member, study):
-    assignment = services.assignment_next(member=member)
-    services.draft_save(assignment=assignment, data={"citation-0": "supported"})
+    assignment = assignment_next(member=member)
+    draft_save(assignment=assignment, data={"citation-0": "supported"})
     later = timezone.now() + timedelta(minutes=study.assignment_timeout_minutes + 5)
-    assert services.assignments_release_stale(study=study, now=later) == 1
-    back = services.assignment_next(member=member, now=later)
+    assert assignments_release_stale(study=study, now=later) == 1
+    back = assignment_next(member=member, now=later)
     assert back.pk == assignment.pk and back.status == Assignment.Status.ACTIVE
 
 
@@ -92,30 +94,30 @@ def test_a_tie_on_a_categorical_field_asks_for_one_more_label(tiny_benchmark, au
                                                               annotator, other_annotator,
                                                               outsider):
     study = make_study(tiny_benchmark, author, forms=["citation"], overlap_k=2, sample_size=1)
-    a, b, c = (services.study_member_add(study=study, user=u)
+    a, b, c = (study_member_add(study=study, user=u)
                for u in (annotator, other_annotator, outsider))
-    submit(services.assignment_next(member=a), **{"citation-0": "supported"})
-    submit(services.assignment_next(member=b), **{"citation-0": "not_supported"})
+    submit(assignment_next(member=a), **{"citation-0": "supported"})
+    submit(assignment_next(member=b), **{"citation-0": "not_supported"})
     item = StudyItem.objects.get(study=study)
     assert item.target_labels == 3
-    extra = services.assignment_next(member=c)
+    extra = assignment_next(member=c)
     assert extra is not None and extra.item_id == item.pk
 
 
 def test_agreement_needs_no_extra_label(tiny_benchmark, author, annotator, other_annotator,
                                         outsider):
     study = make_study(tiny_benchmark, author, forms=["citation"], overlap_k=2, sample_size=1)
-    a, b, c = (services.study_member_add(study=study, user=u)
+    a, b, c = (study_member_add(study=study, user=u)
                for u in (annotator, other_annotator, outsider))
-    submit(services.assignment_next(member=a))
-    submit(services.assignment_next(member=b))
+    submit(assignment_next(member=a))
+    submit(assignment_next(member=b))
     assert StudyItem.objects.get(study=study).target_labels == 2
-    assert services.assignment_next(member=c) is None
+    assert assignment_next(member=c) is None
 
 
 def test_an_excluded_annotator_gets_no_new_items(member):
-    services.study_member_set_excluded(member=member, excluded=True, reason="fails gold")
-    assert services.assignment_next(member=member) is None
+    study_member_set_excluded(member=member, excluded=True, reason="fails gold")
+    assert assignment_next(member=member) is None
 
 
 def test_the_order_is_randomized_per_annotator_and_stored(tiny_benchmark, author, annotator,
@@ -124,7 +126,7 @@ def test_the_order_is_randomized_per_annotator_and_stored(tiny_benchmark, author
                        tie_break_extra=False)
     orders = []
     for user in (annotator, other_annotator):
-        member = services.study_member_add(study=study, user=user)
+        member = study_member_add(study=study, user=user)
         drain(member)
         orders.append(list(member.assignments.order_by("position")
                            .values_list("item_id", flat=True)))
@@ -134,7 +136,7 @@ def test_the_order_is_randomized_per_annotator_and_stored(tiny_benchmark, author
 
 
 def test_progress_says_item_i_of_n_with_time_left(member, study):
-    first = services.assignment_next(member=member)
+    first = assignment_next(member=member)
     assert (first.position, first.queue_total) == (1, 2)
     assert first.seconds_left == 2 * study.seconds_per_item
 
@@ -146,6 +148,6 @@ def test_next_view_opens_the_item_and_says_when_nothing_is_left(client, member, 
     assert response.status_code == 302 and response["Location"].endswith("/items/1/")
     for assignment in Assignment.objects.filter(member=member):
         submit(assignment)
-    submit(services.assignment_next(member=member))
+    submit(assignment_next(member=member))
     response = client.get(url)
     assert response.status_code == 200 and b"Nothing more for you right now" in response.content

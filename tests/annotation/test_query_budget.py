@@ -5,9 +5,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation import services
 from annotation.lib import taskforms
 from annotation.selectors import item_layout
+from annotation.services.handout import assignment_next
+from annotation.services.members import study_member_add
 
 from .conftest import full_answers, make_study
 
@@ -20,8 +21,8 @@ BUDGET = 10
 def test_item_page_and_submit_stay_within_the_query_budget(client, tiny_benchmark, author,
                                                            annotator, submissions, forms):
     study = make_study(tiny_benchmark, author, forms=forms, submissions=submissions)
-    member = services.study_member_add(study=study, user=annotator)
-    assignment = services.assignment_next(member=member)
+    member = study_member_add(study=study, user=annotator)
+    assignment = assignment_next(member=member)
     client.force_login(annotator)
     page = reverse("annotation:item_detail", args=[study.slug, assignment.position])
     client.get(page)  # warm the content-type and template caches

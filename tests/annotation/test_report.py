@@ -11,11 +11,14 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import report_selectors, services
+from annotation import report_selectors
 from annotation.imports import scores_import
 from annotation.lib import taskforms
 from annotation.models import StudyMember
 from annotation.selectors import item_layout
+from annotation.services.annotations import annotation_submit
+from annotation.services.handout import assignment_next
+from annotation.services.members import study_member_add, study_member_set_excluded
 from evaluation.models import Job, MetricSummary, Run, UnitScore
 
 from .conftest import full_answers, make_study
@@ -50,10 +53,10 @@ def answers(assignment, style: str) -> dict:
 
 
 def label_all(study, user, style: str) -> None:
-    member = services.study_member_add(study=study, user=user)
-    while (assignment := services.assignment_next(member=member)) is not None:
-        result = services.annotation_submit(assignment=assignment,
-                                            data=answers(assignment, style))
+    member = study_member_add(study=study, user=user)
+    while (assignment := assignment_next(member=member)) is not None:
+        result = annotation_submit(assignment=assignment,
+                                   data=answers(assignment, style))
         assert not result.errors, result.errors
 
 
@@ -98,7 +101,7 @@ def test_agreement_report_covers_every_form(labelled_study):
 
 def test_excluded_annotators_leave_the_report_and_are_recorded(labelled_study):
     member = StudyMember.objects.get(study=labelled_study, user__username="odd-one")
-    services.study_member_set_excluded(member=member, excluded=True, reason="failed gold")
+    study_member_set_excluded(member=member, excluded=True, reason="failed gold")
     report = report_selectors.study_agreement(study=labelled_study)
     assert report["annotators"] == ["annotator", "annotator2"]
     assert report["study"]["excluded"][0]["annotator"] == "odd-one"
@@ -181,7 +184,7 @@ def test_paper_bundle_job_builds_a_zip_with_readme_and_tables(
     scores_import(path=score_file(tmp_path, submissions), benchmark=labelled_study.benchmark,
                   evaluator="toy")
     member = StudyMember.objects.get(study=labelled_study, user__username="odd-one")
-    services.study_member_set_excluded(member=member, excluded=True, reason="careless")
+    study_member_set_excluded(member=member, excluded=True, reason="careless")
     client.force_login(author)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("annotation:study_export", args=[labelled_study.slug]),

@@ -5,9 +5,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 from django.urls import reverse
 
-from annotation import services
 from annotation.lib import taskforms
 from annotation.models import BlindingEntry, Study, StudyItem
+from annotation.services.demo import DEMO_STUDY_SLUG, demo_study_create
+from annotation.services.studies import FABRICATED_CLAIMS
 from evaluation.models import Dialogue, Submission
 
 from .conftest import SYSTEM_NAMES, make_study
@@ -88,7 +89,7 @@ def test_gold_and_calibration_items_carry_expected_answers(tiny_benchmark, autho
     corrupted = [g for g in gold if "not_supported" in g.expected.values()]
     assert len(corrupted) == 1
     assert "fabricated" in corrupted[0].reference["built_from"]
-    assert any(claim in corrupted[0].response_text for claim in services.FABRICATED_CLAIMS)
+    assert any(claim in corrupted[0].response_text for claim in FABRICATED_CLAIMS)
     rec_gold = study.items.filter(kind="gold", mode="recommend").first()
     assert rec_gold.expected["recommend.items"]
     assert study.items.filter(kind="calibration").count() == 2
@@ -116,11 +117,11 @@ def test_database_rejects_impossible_study_settings(study):
 
 def test_demo_study_is_built_once_with_the_demo_annotators(tiny_benchmark, author, annotator,
                                                             other_annotator):
-    first = services.demo_study_create(benchmark=tiny_benchmark, author=author,
-                                       annotators=[annotator, other_annotator])
-    again = services.demo_study_create(benchmark=tiny_benchmark, author=author,
-                                       annotators=[annotator])
-    assert first.pk == again.pk and first.slug == services.DEMO_STUDY_SLUG
+    first = demo_study_create(benchmark=tiny_benchmark, author=author,
+                              annotators=[annotator, other_annotator])
+    again = demo_study_create(benchmark=tiny_benchmark, author=author,
+                              annotators=[annotator])
+    assert first.pk == again.pk and first.slug == DEMO_STUDY_SLUG
     assert set(first.members.values_list("user__username", flat=True)) == {"annotator",
                                                                            "annotator2"}
     assert first.items.filter(mode="recommend").exists()

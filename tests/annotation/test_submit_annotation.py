@@ -8,9 +8,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import services
 from annotation.models import Annotation, AnnotationRevision, Assignment, Draft
 from annotation.selectors import item_layout
+from annotation.services.annotations import annotation_submit, draft_save
+from annotation.services.handout import assignment_next
+from annotation.services.members import study_member_add
 
 from .conftest import full_answers
 
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def assignment(member):
-    return services.assignment_next(member=member)
+    return assignment_next(member=member)
 
 
 def answers(assignment, **over):
@@ -46,9 +48,9 @@ def test_double_submit_keeps_one_row(client, annotator, assignment):
 
 
 def test_editing_a_submitted_item_keeps_its_history(annotator, assignment):
-    services.annotation_submit(assignment=assignment, data=answers(assignment))
+    annotation_submit(assignment=assignment, data=answers(assignment))
     changed = answers(assignment, **{"likert-naturalness": "2"})
-    result = services.annotation_submit(assignment=assignment, data=changed)
+    result = annotation_submit(assignment=assignment, data=changed)
     assert result.changed
     annotation = Annotation.objects.get(item=assignment.item)
     assert annotation.revision_count == 2 and annotation.values["likert"]["naturalness"] == 2
@@ -58,7 +60,7 @@ def test_editing_a_submitted_item_keeps_its_history(annotator, assignment):
 
 
 def test_the_database_allows_one_annotation_per_item_and_annotator(annotator, assignment):
-    services.annotation_submit(assignment=assignment, data=answers(assignment))
+    annotation_submit(assignment=assignment, data=answers(assignment))
     now = timezone.now()
     with pytest.raises(IntegrityError), transaction.atomic():
         Annotation.objects.create(assignment=Assignment.objects.create(
@@ -69,7 +71,7 @@ def test_the_database_allows_one_annotation_per_item_and_annotator(annotator, as
 
 
 def test_the_database_rejects_scale_values_out_of_range(annotator, assignment):
-    services.annotation_submit(assignment=assignment, data=answers(assignment))
+    annotation_submit(assignment=assignment, data=answers(assignment))
     annotation = Annotation.objects.get(item=assignment.item)
     for values in ({"core": {"overall": 101}}, {"core": {"coherence": 5}},
                    {"face": {"efficiency": 2}}):
@@ -110,12 +112,12 @@ def test_autosave_survives_a_reload(client, annotator, assignment):
 
 
 def test_focused_time_only_grows_and_is_stored_with_the_annotation(annotator, assignment):
-    services.draft_save(assignment=assignment, data={}, focused_ms=9000)
-    services.draft_save(assignment=assignment, data={}, focused_ms=3000)  # an older tab
+    draft_save(assignment=assignment, data={}, focused_ms=9000)
+    draft_save(assignment=assignment, data={}, focused_ms=3000)  # an older tab
     assignment.refresh_from_db()
     assert assignment.focused_ms == 9000
-    services.annotation_submit(assignment=assignment, data=answers(assignment),
-                               focused_ms=12000)
+    annotation_submit(assignment=assignment, data=answers(assignment),
+                      focused_ms=12000)
     assert Annotation.objects.get(item=assignment.item).time_spent_ms == 12000
     assert not Draft.objects.filter(assignment=assignment).exists()
 
@@ -135,8 +137,8 @@ def test_two_tabs_submitting_at_once_give_one_annotation(annotator, tiny_benchma
     from .conftest import make_study
 
     study = make_study(tiny_benchmark, author)
-    member = services.study_member_add(study=study, user=annotator)
-    assignment = services.assignment_next(member=member)
+    member = study_member_add(study=study, user=annotator)
+    assignment = assignment_next(member=member)
     _, _, submit = urls(assignment)
     data = [answers(assignment), answers(assignment, **{"likert-naturalness": "1"})] * 3
     barrier, codes = threading.Barrier(len(data)), []
@@ -172,16 +174,16 @@ def test_a_submission_that_waits_for_the_lock_is_stamped_after_it(annotator, tin
     from .conftest import make_study
 
     study = make_study(tiny_benchmark, author)
-    assignment = services.assignment_next(member=services.study_member_add(study=study,
-                                                                           user=annotator))
-    assert not services.annotation_submit(assignment=assignment,
-                                          data=answers(assignment)).errors
+    assignment = assignment_next(member=study_member_add(study=study,
+                                                         user=annotator))
+    assert not annotation_submit(assignment=assignment,
+                                 data=answers(assignment)).errors
     done = {}
 
     def edit():  # another tab changes one answer; it has to wait for the lock held below
         close_old_connections()
         try:
-            done["result"] = services.annotation_submit(
+            done["result"] = annotation_submit(
                 assignment=assignment, data=answers(assignment, **{"likert-naturalness": "1"}))
         except Exception as error:  # noqa: BLE001 (reported by the assertion below)
             done["error"] = error
@@ -211,11 +213,11 @@ def test_a_submission_that_waits_for_the_lock_is_stamped_after_it(annotator, tin
 def _quoting_assignment(member):
     """The annotator's first item whose response quotes something (others submitted)."""
     while True:
-        assignment = services.assignment_next(member=member)
+        assignment = assignment_next(member=member)
         layout = item_layout(assignment.item, assignment.item.study)
         if layout.quote_count:
             return assignment, layout
-        services.annotation_submit(assignment=assignment, data=answers(assignment))
+        annotation_submit(assignment=assignment, data=answers(assignment))
 
 
 def test_citation_verdicts_start_unset_and_a_skipped_quote_is_refused_by_name(
@@ -239,7 +241,7 @@ def test_citation_verdicts_start_unset_and_a_skipped_quote_is_refused_by_name(
 def test_stored_verdicts_keep_their_values(client, annotator, member):
     assignment, layout = _quoting_assignment(member)
     data = answers(assignment, **{"citation-0": "partial"})
-    services.annotation_submit(assignment=assignment, data=data)
+    annotation_submit(assignment=assignment, data=data)
     stored = Annotation.objects.get(item=assignment.item)
     assert stored.values["citations"]["0"] == "partial"
     client.force_login(annotator)

@@ -5,8 +5,8 @@ import re
 import pytest
 from django.test import Client
 
-from annotation import services
 from annotation.models import Annotation, Assignment, Draft
+from annotation.services.members import study_member_add
 from tests.annotation.conftest import make_study, make_submissions
 from tests.browser.conftest import screenshot
 
@@ -58,7 +58,7 @@ def quiesce(page) -> None:
 @pytest.fixture
 def annotate(page, live_server, annotator):
     def start(study):
-        services.study_member_add(study=study, user=annotator)
+        study_member_add(study=study, user=annotator)
         log_in(page, live_server, annotator)
         return open_next(page, study)
     yield start

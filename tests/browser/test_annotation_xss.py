@@ -5,8 +5,8 @@ import json
 import pytest
 from django.core.files.base import ContentFile
 
-from annotation import services
 from annotation.lib import taskforms
+from annotation.services.members import study_member_add
 from evaluation.models import Item, Review, Submission, System, Turn
 from tests.annotation.conftest import (
     make_study,
@@ -71,7 +71,7 @@ def test_payloads_in_every_rendered_field_do_not_execute(quiet_page, live_server
                                     "[click](javascript:window.__pwned=1)")
     study.title = f"Study {PAYLOAD}"
     study.save()
-    services.study_member_add(study=study, user=annotator)
+    study_member_add(study=study, user=annotator)
     log_in(page, live_server, annotator)
     for url in ("/studies/", f"/studies/{study.slug}/"):
         page.goto(url)

@@ -5,7 +5,7 @@ import time
 import pytest
 from django.core.cache import cache
 
-from annotation.services import study_export_start
+from annotation.services.study_exports import study_export_start
 from annotation.tasks import study_export_job
 from tests.annotation.conftest import make_study
 from tests.browser.conftest import screenshot

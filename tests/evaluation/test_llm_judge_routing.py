@@ -4,9 +4,10 @@ CoRE ratings, each factor goes to the judge whose scores agree best (QWK) with t
 import pytest
 from django.utils import timezone
 
-from annotation import services as annotation_services
 from annotation.core_ratings import human_factor_scores, study_conversation_logs
 from annotation.models import Annotation, Assignment
+from annotation.services.members import study_member_add
+from annotation.services.studies import StudySpec, study_create
 from evaluation.lib.llm.core_rubrics import FACTOR_KEYS
 from evaluation.services.llm_runs import llm_run_create
 from tests.evaluation.llm.helpers import factor_name
@@ -22,10 +23,10 @@ def dialogue_of(text: str) -> str:
 
 @pytest.fixture
 def core_study(tiny_benchmark, author, annotator, llm_settings):
-    study = annotation_services.study_create(
+    study = study_create(
         benchmark=tiny_benchmark, author=author, title="CoRE ratings",
-        spec=annotation_services.StudySpec(forms=("core",), sample_size=10))
-    member = annotation_services.study_member_add(study=study, user=annotator)
+        spec=StudySpec(forms=("core",), sample_size=10))
+    member = study_member_add(study=study, user=annotator)
     now = timezone.now()
     for position, item in enumerate(study.items.filter(mode="conversation"), start=1):
         assignment = Assignment.objects.create(member=member, item=item, position=position,

@@ -4,7 +4,7 @@ stored debate read back from its rows."""
 import math
 
 from evaluation.lib.charts import agreement_chart
-from evaluation.lib.llm.core import DebateResult, agreement_curve
+from evaluation.lib.llm.core_debate import DebateResult, agreement_curve
 
 
 def test_agreement_chart_places_shares_in_the_plot_box_and_skips_undefined_points():

@@ -6,7 +6,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from leaderboard.selectors import system_radar
+from leaderboard.selectors.systems import system_radar
 
 pytestmark = pytest.mark.django_db
 
@@ -97,7 +97,7 @@ def test_the_owner_edits_the_system(client, researcher, board_world, outsider):
 
 def test_a_clear_difference_is_significant_in_the_right_direction():
     from evaluation.models import Run
-    from leaderboard.selectors import systems_compare
+    from leaderboard.selectors.compare import systems_compare
     from leaderboard.synthetic import synthetic_leaderboard
 
     synthetic_leaderboard(slug="cmp", systems=3, metrics=5, dialogues=60)

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.services import demo_study_create
+from annotation.services.demo import demo_study_create
 from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from evaluation.models import Benchmark
 from evaluation.services.reference_baselines import baselines_ensure

@@ -1,7 +1,9 @@
 """LLM layer: the gateway and the LLM-based evaluators and baselines (pure Python, no Django).
 
 - ``gateway``: the one entry point for LLM calls (litellm, cache, retries, usage).
-- ``core`` / ``core_rubrics``: CoRE twelve-factor judge, debate, mixture of evaluators.
+- CoRE: ``core_rubrics`` (the prompts' wording), ``core_factors`` (the twelve-factor judge),
+  ``core_debate`` (the multi-agent debate), ``core_routing`` (mixture of evaluators: the judge
+  per factor by QWK), ``core_recall_persuasiveness`` (the measures reported beside it).
 - ``trace_judge``: the Trace five-criterion turn judge.
 - ``pepper_judge``: the PEPPER qualitative judge.
 - ``baselines``: LLM Zero-Shot and RAG-Citation baselines (Trace).

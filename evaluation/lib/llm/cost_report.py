@@ -36,13 +36,10 @@ from typing import Any
 
 from litellm.litellm_core_utils.default_encoding import encoding
 
-from evaluation.lib.llm.core import (
-    DEBATE_ROLES,
-    DebateSettings,
-    run_debate,
-    score_factors,
-    score_persuasiveness,
-)
+from evaluation.lib.llm.core_debate import DebateSettings, run_debate
+from evaluation.lib.llm.core_factors import score_factors
+from evaluation.lib.llm.core_recall_persuasiveness import score_persuasiveness
+from evaluation.lib.llm.core_rubrics import DEBATE_ROLES
 from evaluation.lib.llm.gateway import InMemoryResponseCache, LLMGateway, ModelConfig, UsageMeter
 
 SEED_FACTOR_TOKENS = {"input": 16_519.2, "output": 4_593.6, "total": 21_114.0}

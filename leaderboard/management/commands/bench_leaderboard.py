@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from leaderboard.models import RankSnapshot, RunClusterStats
-from leaderboard.selectors import rank_snapshots_refresh
+from leaderboard.selectors.ranks import rank_snapshots_refresh
 from leaderboard.synthetic import synthetic_leaderboard
 
 

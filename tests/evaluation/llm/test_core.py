@@ -9,21 +9,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evaluation.lib.llm.conversation import ConversationLog, render_log
-from evaluation.lib.llm.core import (
-    FACTOR_KEYS,
+from evaluation.lib.llm.core_factors import (
     build_factor_messages,
-    choose_judge_per_factor,
-    configs_for_choices,
     parse_factor_rating,
+    score_factors,
+)
+from evaluation.lib.llm.core_recall_persuasiveness import (
     parse_persuasiveness,
     persuasiveness_messages,
-    qwk_by_factor,
     recall_at_k,
-    score_factors,
     score_persuasiveness,
     session_recall,
 )
-from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES, GUIDELINE_BY_KEY
+from evaluation.lib.llm.core_routing import (
+    choose_judge_per_factor,
+    configs_for_choices,
+    qwk_by_factor,
+)
+from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES, FACTOR_KEYS, GUIDELINE_BY_KEY
 from tests.evaluation.llm.helpers import config_for, factor_name
 from tests.evaluation.llm.sample_logs import ITEM_NAMES, REALISTIC_LOG, SHORT_LOG
 

@@ -7,18 +7,17 @@ import json
 
 import pytest
 
-from evaluation.lib.llm.core import (
-    DEBATE_ROLES,
+from evaluation.lib.llm.core_debate import (
     DebateResult,
     DebateRound,
     DebateSettings,
     DebateTurn,
-    FactorResult,
     agreement_curve,
     build_debate_messages,
     run_debate,
 )
-from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES
+from evaluation.lib.llm.core_factors import FactorResult
+from evaluation.lib.llm.core_rubrics import DEBATE_ROLES, FACTOR_GUIDELINES
 from tests.evaluation.llm.helpers import config_for, debate_role_and_round
 from tests.evaluation.llm.sample_logs import ITEM_NAMES, REALISTIC_LOG
 
@@ -214,13 +213,13 @@ def test_a_role_without_any_usable_score_fails_the_debate(llm_server, gateway):
     ],
 )
 def test_bad_debate_replies_are_rejected(reply):
-    from evaluation.lib.llm.core import parse_debate_reply
+    from evaluation.lib.llm.core_debate import parse_debate_reply
 
     assert not parse_debate_reply(reply).ok
 
 
 def test_debate_replies_in_code_fences_with_string_scores_are_accepted():
-    from evaluation.lib.llm.core import parse_debate_reply
+    from evaluation.lib.llm.core_debate import parse_debate_reply
 
     parsed = parse_debate_reply('Sure:\n```json\n{"statement": "ok", "score": "30"}\n```')
     assert parsed.ok and parsed.value.score == 30

@@ -15,7 +15,9 @@ import json
 
 from litellm.litellm_core_utils.default_encoding import encoding
 
-from evaluation.lib.llm.core import DEBATE_ROLES, run_debate, score_factors
+from evaluation.lib.llm.core_debate import run_debate
+from evaluation.lib.llm.core_factors import score_factors
+from evaluation.lib.llm.core_rubrics import DEBATE_ROLES
 from evaluation.lib.llm.gateway import UsageMeter
 from tests.evaluation.llm.helpers import config_for, debate_role_and_round, factor_name
 from tests.evaluation.llm.sample_logs import ITEM_NAMES, REALISTIC_LOG

@@ -1,0 +1,241 @@
+"""The leaderboard page, its scatter and export, and the benchmarks' leaderboard counts.
+
+A leaderboard renders in a constant number of queries whatever the number of systems: the
+runs (one query), their metric summaries (one), the rank snapshots (one). Ranks come from the
+stored snapshot (`RankSnapshot`, see `ranks`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.urls import reverse
+
+from evaluation.lib import charts
+from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.models import Job, Run
+from leaderboard.lib import rank_tables
+
+from .columns import Column, board_columns, fmt, metric_bounds, metric_summaries
+from .ranks import rank_snapshots
+from .runs import BoardRun, RunChoice, board_runs
+
+DEFAULT_SORT = f"{SUITE_NAME}:recall@1"
+SCATTER_X, SCATTER_Y = f"{SUITE_NAME}:cgs", f"{SUITE_NAME}:recall@1"
+
+
+@dataclass
+class Cell:
+    value: float | None
+    text: str
+    ci: str = ""
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    href: str = ""
+    rank: int | None = None
+    title: str = ""
+
+
+@dataclass
+class Row:
+    run: BoardRun  # the system's Trace run (or its first evaluator's): who, and how
+    runs: dict[str, BoardRun]  # evaluator -> the run behind that evaluator's cells
+    cells: list[Cell]
+    private: bool
+    rank: int | None = None
+
+
+@dataclass
+class Leaderboard:
+    benchmark: object
+    protocol: str
+    columns: list[Column]
+    axes: list[tuple[str, int]]
+    rows: list[Row]
+    all_rows: int
+    sort: str
+    order: str
+    rank_column: Column | None
+    families: list[str]
+    bootstrap: dict
+    evaluators: list[str]
+    has_more_columns: bool
+
+    def column(self, key: str) -> Column | None:
+        return next((c for c in self.columns if c.key == key), None)
+
+    def values(self, key: str) -> list[tuple[Row, Cell]]:
+        index = next((i for i, c in enumerate(self.columns) if c.key == key), None)
+        return [] if index is None else [(row, row.cells[index]) for row in self.rows]
+
+
+def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = "",
+                family: str = "", baselines: bool = True,
+                all_columns: bool = False) -> Leaderboard:
+    """The leaderboard as the viewer may see it: columns grouped by axis, one row per system,
+    cells with value, 95% CI, link to their run and tie-aware rank."""
+    choice = RunChoice.of(board_runs(benchmark=benchmark, protocol=protocol))
+    shown = choice.for_user(user)
+    summaries = metric_summaries([r.run_id for r in shown])
+    columns, has_more = board_columns(shown, summaries, all_columns)
+    evaluators = sorted({r.evaluator for r in shown})
+    snapshots = rank_snapshots(benchmark=benchmark, protocol=protocol, choice=choice,
+                               evaluators=evaluators) if shown else {}
+    rows = _rows(shown, columns, summaries)
+    _attach_ranks(rows, columns, snapshots)
+    keys = {c.key for c in columns}
+    sort = sort if sort in keys or sort in ("system", "family") else (
+        DEFAULT_SORT if DEFAULT_SORT in keys else (columns[0].key if columns else "system"))
+    rank_column = next((c for c in columns if c.key == sort), None) or next(
+        (c for c in columns if c.key == DEFAULT_SORT), columns[0] if columns else None)
+    rank_index = columns.index(rank_column) if rank_column else None
+    for row in rows:
+        row.rank = row.cells[rank_index].rank if rank_index is not None else None
+    families = sorted({row.run.family for row in rows if row.run.family})
+    total = len(rows)
+    rows = [row for row in rows if (baselines or not row.run.is_baseline)
+            and (not family or row.run.family == family)]
+    order = order if order in ("asc", "desc") else ""
+    rows = _sorted(rows, columns, sort, order)
+    first = next(iter(snapshots.values()), None)
+    return Leaderboard(benchmark, protocol, columns, _axes(columns), rows, total, sort,
+                       order or _default_order(columns, sort), rank_column, families,
+                       dict(first.bootstrap) if first else {}, evaluators, has_more)
+
+
+def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
+    by_system: dict[int, dict[str, BoardRun]] = defaultdict(dict)
+    for run in shown:
+        by_system[run.system_id][run.evaluator] = run
+    anchors = [column.anchor for column in columns]
+    run_url = reverse("run_detail", args=[0]).replace("/0/", "/{}/")  # one reverse() per page
+    rows = []
+    for runs in by_system.values():
+        links = {ev: run_url.format(r.run_id) for ev, r in runs.items()}
+        cells = []
+        for column, anchor in zip(columns, anchors, strict=True):
+            run = runs.get(column.evaluator)
+            summary = summaries.get(run.run_id, {}).get(column.metric) if run else None
+            if summary is None:
+                cells.append(Cell(None, "", title="not evaluated"))
+                continue
+            _axis, _direction, value, low, high, n, reason = summary
+            text = fmt(value)
+            ci = f"[{fmt(low)}, {fmt(high)}]" if low is not None else ""
+            cells.append(Cell(value, text, ci, low, high, n, links[column.evaluator] + anchor,
+                              title=reason or f"{column.metric} {text}, 95% CI {ci}, n = {n}"))
+        first = runs[sorted(runs)[0]]
+        rows.append(Row(runs.get(SUITE_NAME, first), runs, cells,
+                        private=any(not r.public for r in runs.values())))
+    return rows
+
+
+def _attach_ranks(rows: list[Row], columns: list[Column], snapshots) -> None:
+    """Tie-aware ranks among the rows the viewer sees (filters do not change them)."""
+    for evaluator, snapshot in snapshots.items():
+        position = {run_id: i for i, run_id in enumerate(snapshot.run_ids)}
+        better = rank_tables.unpack(snapshot.better, len(snapshot.metrics), len(snapshot.run_ids))
+        metric_index = {m: i for i, m in enumerate(snapshot.metrics)}
+        ranked_rows = [row for row in rows if evaluator in row.runs
+                       and row.runs[evaluator].run_id in position]
+        for c, column in enumerate(columns):
+            if column.evaluator != evaluator or column.metric not in metric_index:
+                continue
+            present = [row for row in ranked_rows if row.cells[c].value is not None]
+            values = rank_tables.ranks(better[metric_index[column.metric]],
+                                       [position[row.runs[evaluator].run_id] for row in present])
+            for row, rank in zip(present, values, strict=True):
+                row.cells[c].rank = rank
+
+
+def _default_order(columns: list[Column], sort: str) -> str:
+    column = next((c for c in columns if c.key == sort), None)
+    if column is None:
+        return "asc"
+    return "desc" if column.higher else "asc"
+
+
+def _sorted(rows: list[Row], columns: list[Column], sort: str, order: str) -> list[Row]:
+    if sort in ("system", "family"):
+        key = (lambda r: r.run.name.lower()) if sort == "system" else (
+            lambda r: (r.run.family or "~", r.run.name.lower()))
+        return sorted(rows, key=key, reverse=order == "desc")
+    index = next(i for i, c in enumerate(columns) if c.key == sort)
+    descending = (order or _default_order(columns, sort)) == "desc"
+    with_value = [r for r in rows if r.cells[index].value is not None]
+    without = [r for r in rows if r.cells[index].value is None]
+    with_value.sort(key=lambda r: (-r.cells[index].value if descending else r.cells[index].value,
+                                   r.run.name.lower()))
+    return with_value + sorted(without, key=lambda r: r.run.name.lower())
+
+
+def _axes(columns: list[Column]) -> list[tuple[str, int]]:
+    axes: list[tuple[str, int]] = []
+    for column in columns:
+        if axes and axes[-1][0] == column.axis:
+            axes[-1] = (column.axis, axes[-1][1] + 1)
+        else:
+            axes.append((column.axis, 1))
+    return axes
+
+
+def leaderboard_scatter(board: Leaderboard, x_key: str = SCATTER_X,
+                        y_key: str = SCATTER_Y) -> dict | None:
+    """The accuracy-vs-grounding scatter of the rows shown (each point with both CIs)."""
+    x_col, y_col = board.column(x_key), board.column(y_key)
+    if x_col is None or y_col is None:
+        return None
+    points = []
+    for (row, x), (_, y) in zip(board.values(x_key), board.values(y_key), strict=True):
+        if x.value is None or y.value is None:
+            continue
+        points.append(charts.ScatterPoint(
+            row.run.name, x.value, y.value, (x.ci_low, x.ci_high), (y.ci_low, y.ci_high),
+            highlight=row.run.is_baseline,
+            href=reverse("leaderboard:system_detail", args=[row.run.slug])))
+    if not points:
+        return None
+    data = charts.scatter(points, x_label=x_col.metric, y_label=y_col.metric,
+                          x_bounds=metric_bounds(x_col.evaluator, x_col.metric),
+                          y_bounds=metric_bounds(y_col.evaluator, y_col.metric))
+    data.update(x_key=x_key, y_key=y_key)
+    return data
+
+
+def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[dict]:
+    """One flat record per (system, metric) shown, every number with its CI, n, rank and the
+    run (evaluator, version, configuration hash) that produced it."""
+    records = []
+    run_url = request_base + reverse("run_detail", args=[0]).replace("/0/", "/{}/")
+    for row in board.rows:
+        for column, cell in zip(board.columns, row.cells, strict=True):
+            run = row.runs.get(column.evaluator)
+            if run is None or not cell.href:
+                continue
+            records.append({
+                "benchmark": board.benchmark.slug, "protocol": board.protocol,
+                "system": run.name, "system_slug": run.slug, "family": run.family,
+                "team": run.team, "baseline": run.is_baseline, "public": run.public,
+                "evaluator": run.evaluator, "evaluator_version": run.evaluator_version,
+                "config_hash": run.config_hash, "run": run.run_id,
+                "run_url": run_url.format(run.run_id),
+                "axis": column.axis, "metric": column.metric, "direction": column.direction,
+                "value": cell.value, "ci_low": cell.ci_low, "ci_high": cell.ci_high,
+                "n": cell.n, "rank": cell.rank,
+            })
+    return records
+
+
+def benchmark_leaderboard_counts(benchmarks) -> dict[tuple[int, str], int]:
+    """(benchmark id, protocol) -> number of systems with a public succeeded run."""
+    rows = Run.objects.filter(submission__benchmark__in=benchmarks,
+                              job__status=Job.Status.SUCCEEDED)
+    counts: dict[tuple[int, str], set] = defaultdict(set)
+    for benchmark_id, protocol, system_id, public, baseline in rows.values_list(
+            "submission__benchmark_id", "submission__protocol", "submission__system_id",
+            "submission__is_public", "submission__system__is_baseline"):
+        if public or baseline:
+            counts[(benchmark_id, protocol)].add(system_id)
+    return {key: len(value) for key, value in counts.items()}

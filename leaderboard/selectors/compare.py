@@ -1,0 +1,45 @@
+"""Two systems side by side: paired differences per metric with CIs and significance."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from evaluation.lib import charts
+from evaluation.models import Run
+from evaluation.selectors.benchmarks import runs_compare
+
+from .columns import AXIS_ORDER, HEADLINE, fmt, metric_bounds
+
+
+def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False) -> dict:
+    """Paired differences A − B per metric with CIs and significance (statistics.md), grouped
+    by axis, and a forest plot of the bounded (0–1) headline metrics."""
+    metrics = None if all_metrics else list(HEADLINE.get(run_a.evaluator, ())) or None
+    rows = runs_compare(run_a=run_a, run_b=run_b, metrics=metrics)
+    headline = HEADLINE.get(run_a.evaluator, ())
+
+    def position(row):
+        axis = AXIS_ORDER.index(row["axis"]) if row["axis"] in AXIS_ORDER else len(AXIS_ORDER)
+        within = headline.index(row["metric"]) if row["metric"] in headline else len(headline)
+        return axis, within
+
+    rows.sort(key=position)
+    groups: dict[str, list[dict]] = defaultdict(list)
+    forest_rows = []
+    for row in rows:
+        ci = row["ci"]
+        row["text"] = {k: fmt(row[k]) for k in ("mean_a", "mean_b")}
+        row["diff_text"] = f"{row['difference']:+.3f}" if row["difference"] is not None else "—"
+        row["ci_text"] = (f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci[0] is not None else "")
+        p = (row["t_test"] or {}).get("p_value") if isinstance(row["t_test"], dict) else None
+        row["p_text"] = "—" if p is None or not math.isfinite(p) else (
+            f"{p:.3g}" if p >= 0.001 else "< 0.001")
+        row["arrow"] = "↑" if row["direction"] == "higher" else "↓"
+        groups[row["axis"]].append(row)
+        if metric_bounds(run_a.evaluator, row["metric"]) == (0.0, 1.0) and (
+                row["metric"] in headline or all_metrics):
+            forest_rows.append((row["metric"], row["difference"], ci[0], ci[1],
+                                row["significant"]))
+    return {"groups": list(groups.items()), "rows": rows,
+            "forest": charts.forest(forest_rows) if forest_rows else None}

@@ -1,0 +1,144 @@
+"""The system page: the boards a system is on, its results by axis with a radar, its results by
+difficulty tier, its dialogues, and its submissions."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Max
+from django.urls import reverse
+
+from evaluation.lib import charts
+from evaluation.lib.stats.bootstrap import cluster_bootstrap_mean
+from evaluation.models import Benchmark, Dialogue, Job, Run, Split, Submission, UnitScore
+
+from .columns import HEADLINE, board_columns, fmt, metric_bounds, metric_summaries
+from .runs import BoardRun
+
+TIER_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr")
+DIALOGUE_METRICS = ("recall@1", "gs", "cgs")
+TIER_ORDER = {"easy": 0, "medium": 1, "hard": 2}
+
+
+def system_boards(*, system, user) -> list[tuple[object, str]]:
+    """(benchmark, protocol) pairs on which the viewer can see a succeeded run of SYSTEM."""
+    from evaluation.access import benchmarks_for_user
+
+    runs = Run.objects.filter(submission__system=system, job__status=Job.Status.SUCCEEDED,
+                              submission__benchmark__in=benchmarks_for_user(user))
+    if not (user.is_staff or (user.is_authenticated and system.owner_id == user.pk)
+            or system.is_baseline):
+        runs = runs.filter(submission__is_public=True)
+    pairs = list(runs.values_list("submission__benchmark", "submission__protocol")
+                 .annotate(latest=Max("created_at")).order_by("-latest"))
+    benchmarks = Benchmark.objects.in_bulk([b for b, _, _ in pairs])
+    return [(benchmarks[b], protocol) for b, protocol, _ in pairs]
+
+
+def system_results(*, runs: list[BoardRun]) -> list[tuple[str, list[dict], list[dict]]]:
+    """The system's metrics grouped by axis — (axis, all rows, headline rows) — each with its
+    CI and a link to the run that produced it."""
+    summaries = metric_summaries([r.run_id for r in runs])
+    columns, _ = board_columns(runs, summaries, all_columns=True)
+    by_evaluator = {r.evaluator: r for r in runs}
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for column in columns:
+        run = by_evaluator[column.evaluator]
+        _axis, direction, value, low, high, n, reason = summaries[run.run_id][column.metric]
+        groups[column.axis].append({
+            "metric": column.metric, "evaluator": column.evaluator, "arrow": column.arrow,
+            "direction": direction, "value": value, "text": fmt(value),
+            "ci": f"[{fmt(low)}, {fmt(high)}]" if low is not None else "", "n": n,
+            "reason": reason,
+            "headline": column.metric in HEADLINE.get(column.evaluator, (column.metric,)),
+            "href": reverse("run_detail", args=[run.run_id]) + column.anchor,
+        })
+    return [(axis, rows, [r for r in rows if r["headline"]]) for axis, rows in groups.items()]
+
+
+def system_radar(results: list[tuple[str, list[dict], list[dict]]]) -> dict | None:
+    """Radar of the axes: each axis is the mean of its headline metrics normalised to [0, 1]
+    by their declared range and direction (charts.normalise); open-range metrics left out."""
+    axes = []
+    for axis, _rows, headline in results:
+        shares = [charts.normalise(m["value"], metric_bounds(m["evaluator"], m["metric"]),
+                                   m["direction"] == "higher") for m in headline]
+        shares = [s for s in shares if s is not None]
+        if shares:
+            axes.append((axis, sum(shares) / len(shares)))
+    return charts.radar(axes) if len(axes) >= 3 else None
+
+
+def _public_dialogues(benchmark) -> dict[str, str | None]:
+    """external id -> difficulty of the dialogues whose per-turn values may be shown (never
+    the hidden split: its per-unit values would reveal the gold)."""
+    return dict(Dialogue.objects.filter(benchmark=benchmark).exclude(split=Split.HIDDEN)
+                .values_list("external_id", "difficulty"))
+
+
+def _tier_key(tier: str):
+    return TIER_ORDER.get(tier, 9), tier
+
+
+def system_tiers(*, run_id: int, benchmark) -> dict | None:
+    """Headline metrics by difficulty tier with cluster-bootstrap CIs (non-hidden dialogues)."""
+    dialogues = _public_dialogues(benchmark)
+    values: dict[tuple[str, str], tuple[list, list]] = defaultdict(lambda: ([], []))
+    rows = (UnitScore.objects.filter(run_id=run_id, metric__in=TIER_METRICS)
+            .exclude(value=None).values_list("metric", "dialogue_id", "value"))
+    for metric, dialogue_id, value in rows.iterator(chunk_size=5000):
+        if dialogue_id in dialogues and dialogues[dialogue_id]:
+            entry = values[(metric, dialogues[dialogue_id])]
+            entry[0].append(value)
+            entry[1].append(dialogue_id)
+    tiers = sorted({tier for _, tier in values}, key=_tier_key)
+    metrics = [m for m in TIER_METRICS if any((m, t) in values for t in tiers)]
+    if not tiers or not metrics:
+        return None
+    table, series = [], []
+    for metric in metrics:
+        cells = []
+        for tier in tiers:
+            unit_values, clusters = values.get((metric, tier), ([], []))
+            estimate = cluster_bootstrap_mean(unit_values, clusters) if unit_values else None
+            cells.append((estimate.value, estimate.ci_low, estimate.ci_high)
+                         if estimate and estimate.value is not None else (None, None, None))
+        series.append((metric, cells))
+        table.append({"metric": metric, "cells": [
+            {"text": fmt(v), "ci": f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "",
+             "dialogues": len(set(values.get((metric, tier), ([], []))[1]))}
+            for (v, lo, hi), tier in zip(cells, tiers, strict=True)]})
+    chart = charts.grouped_bars(tiers, series)
+    return {"tiers": tiers, "table": table, "chart": chart}
+
+
+def system_dialogues(*, run_id: int, benchmark) -> list[dict]:
+    """Per non-hidden dialogue the run scored: a few per-dialogue means, for the drill-down."""
+    dialogues = _public_dialogues(benchmark)
+    sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    rows = (UnitScore.objects.filter(run_id=run_id, metric__in=DIALOGUE_METRICS)
+            .exclude(value=None).values_list("dialogue_id", "metric", "value"))
+    for dialogue_id, metric, value in rows.iterator(chunk_size=5000):
+        if dialogue_id in dialogues:
+            sums[dialogue_id][metric].append(value)
+    out = []
+    for dialogue_id in sorted(sums):
+        means = {m: (sum(v) / len(v) if v else None) for m, v in sums[dialogue_id].items()}
+        out.append({"id": dialogue_id, "difficulty": dialogues[dialogue_id],
+                    "values": [fmt(means.get(m)) for m in DIALOGUE_METRICS]})
+    return out
+
+
+def system_submissions(*, system, user) -> list[Submission]:
+    """The system's submissions the viewer may see, newest first, with their latest run."""
+    submissions = system.submissions.select_related("benchmark").order_by("-created_at")
+    if not (user.is_staff or (user.is_authenticated and system.owner_id == user.pk)):
+        submissions = submissions.filter(is_public=True)
+    submissions = list(submissions[:50])
+    runs = {}
+    for run in (Run.objects.filter(submission__in=submissions).select_related("job")
+                .order_by("created_at", "pk")):
+        runs[run.submission_id] = run
+    for submission in submissions:
+        submission.latest_run = runs.get(submission.pk)
+    return submissions
