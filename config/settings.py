@@ -209,6 +209,8 @@ STORAGES = {
 }
 # Uploaded files live outside the static root and are never served by URL.
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "uploads")))
+# A Trace run is scored in chunks of about this many answered turns, one Celery task each.
+RUN_CHUNK_TURNS = env_int("CONCORD_RUN_CHUNK_TURNS", 1000)
 MAX_UPLOAD_BYTES = env_int("CONCORD_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 # Accepted uploads per system and UTC day, counting runs that later fail (a system may override).
 DAILY_SUBMISSION_QUOTA = env_int("CONCORD_DAILY_SUBMISSION_QUOTA", 5)
@@ -246,7 +248,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
-# Progress and results are stored in the database by the tasks themselves.
+# Progress and results are stored in the database by the tasks themselves; a run spread over
+# workers is joined there too (finished chunks are counted in `RunChunk`), not by a chord,
+# so no result backend is needed in either mode (docs/operations.md).
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

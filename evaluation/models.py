@@ -458,6 +458,36 @@ class Run(models.Model):
         return f"{self.evaluator} {self.evaluator_version} on submission {self.submission_id}"
 
 
+class RunChunk(models.Model):
+    """A slice of a Trace run's dialogues, scored by one Celery task (docs/operations.md,
+    "Runs over several workers").
+
+    The run's first task plans the chunks; each chunk task upserts its unit values and sets
+    `finished_at`; the task that finds every chunk finished queues the run's final task
+    (summaries, CIs, ranks). The run's progress bar counts finished chunks.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    dialogue_ids = models.JSONField(default=list, help_text="Dialogue primary keys, in order")
+    line_ranges = models.JSONField(
+        default=list, help_text="[start, end) byte ranges of the submission's lines for them")
+    answered_turns = models.PositiveIntegerField(default=0)
+    values = models.PositiveIntegerField(default=0, help_text="unit values stored")
+    missing_turns = models.PositiveIntegerField(default=0)
+    unavailable = models.JSONField(default=dict, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="runchunk_once_per_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} chunk {self.index}"
+
+
 class UnitScore(models.Model):
     """A metric's value on one unit (a system turn `dlg#3`, or a dialogue/log `dlg`)."""
 

@@ -5,7 +5,7 @@ from celery import shared_task
 from evaluation.lib.formats.errors import FormatError
 from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.jobs import job_begin, job_finish, job_progress
-from evaluation.services.runs import run_process
+from evaluation.services.runs import run_chunk_process, run_finalize, run_process
 from evaluation.services.simulations import simulation_batch_process
 
 
@@ -28,8 +28,23 @@ def import_benchmark_job(job_id: int) -> None:
 
 @shared_task(acks_late=True)
 def evaluate_run_job(job_id: int) -> None:
-    """Execute an evaluation run (the job of a `Run`); safe to deliver twice."""
-    run_process(job_id=job_id)
+    """Start an evaluation run (the job of a `Run`): plan its chunks and queue one
+    `evaluate_run_chunk_job` each (docs/operations.md, "Runs over several workers"); safe to
+    deliver twice."""
+    run_process(job_id=job_id, fan_out=True)
+
+
+@shared_task(acks_late=True)
+def evaluate_run_chunk_job(run_id: int, index: int) -> None:
+    """Score one chunk of a run's dialogues; the last chunk to finish queues the final task.
+    Safe to deliver twice and to redo after its worker was killed (values are upserted)."""
+    run_chunk_process(run_id=run_id, index=index)
+
+
+@shared_task(acks_late=True)
+def finalize_run_job(run_id: int) -> None:
+    """Summaries, CIs and the leaderboard refresh of a run whose chunks all finished."""
+    run_finalize(run_id=run_id)
 
 
 @shared_task(acks_late=True)

@@ -732,8 +732,16 @@ _ASPECT_TAGS = tuple(ASPECT_RATE) + ("quiet", "lively")
 # --------------------------------------------------------------------------------------------
 
 
-def generate_demo_bundle(seed: int = 42) -> dict:
-    """Return the demo benchmark bundle (formats.md §1) generated deterministically from seed."""
+def generate_demo_bundle(seed: int = 42, dialogues: int | None = None) -> dict:
+    """Return the demo benchmark bundle (formats.md §1) generated deterministically from seed.
+
+    With DIALOGUES, exactly that many dialogues (a scale benchmark, docs/performance.md "Runs at
+    scale"): the catalogue stays the demo's, and every item is the target of one dialogue per
+    round, each round drawing new personas, constraints, rejections, decoys and pools, until
+    there are enough. The first round is the demo's own dialogues.
+    """
+    if dialogues is not None and dialogues < 1:
+        raise ValueError("dialogues must be at least 1")
     rng = random.Random(seed)
     catalogue = _Catalogue()
     for city in CITIES:
@@ -742,19 +750,20 @@ def generate_demo_bundle(seed: int = 42) -> dict:
                 catalogue.add_item(item)
     for item in catalogue.items:
         _add_reviews(rng, catalogue, item)
-    dialogues = _make_dialogues(rng, catalogue)
+    records = _make_dialogues(rng, catalogue, dialogues)
     return {
-        "benchmark": _benchmark(seed),
+        "benchmark": _benchmark(seed, dialogues),
         "items": catalogue.items,
         "reviews": catalogue.reviews,
-        "dialogues": dialogues,
+        "dialogues": records,
     }
 
 
-def _benchmark(seed: int) -> dict:
+def _benchmark(seed: int, dialogues: int | None = None) -> dict:
+    # A scale benchmark gets its own slug, so it never replaces the demo when imported.
     return {
-        "name": "Concord Demo Tourism",
-        "slug": "demo-tourism",
+        "name": "Concord Demo Tourism" + (f" ({dialogues:,} dialogues)" if dialogues else ""),
+        "slug": "demo-tourism" + (f"-{dialogues}" if dialogues else ""),
         "version": "1.0",
         "domain": "tourism",
         "description": (
@@ -1322,28 +1331,36 @@ def _turn_alternatives(pool, target, stated, rejections, rejected) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def _make_dialogues(rng: random.Random, cat: _Catalogue) -> list[dict]:
-    # Each item is the target of exactly one dialogue; targets are picked without regard to
-    # ratings, so popularity carries no information about the gold.
-    per_group = []
-    for key in sorted(cat.groups):
-        targets = list(cat.groups[key])
-        rng.shuffle(targets)
-        per_group.append(targets)
-    ordered = [targets[i] for i in range(ITEMS_PER_CITY_TYPE) for targets in per_group]
-    splits = _spread_labels(rng, SPLIT_SHARES, len(ordered))
-    tiers = _spread_labels(rng, DIFFICULTY_SHARES, len(ordered))
-    dialogues = []
-    for number, (target, split, tier) in enumerate(zip(ordered, splits, tiers, strict=True), 1):
-        try:
-            builder = _DialogueBuilder(rng, cat, target, tier)
-        except NoDialoguePlan:
-            # Rare: the catalogue around this target allows no consistent dialogue (no decoy
-            # or alternative differs from it in the right way). Skipping it keeps every other
-            # dialogue identical; the count stays far above 300.
-            continue
-        dialogues.append(builder.build(f"dlg-{number:04d}", split))
-    return dialogues
+def _make_dialogues(rng: random.Random, cat: _Catalogue, count: int | None = None) -> list[dict]:
+    # Each item is the target of exactly one dialogue per round; targets are picked without
+    # regard to ratings, so popularity carries no information about the gold. Without COUNT
+    # there is one round (the demo); with it, rounds follow until COUNT dialogues exist.
+    width = 4 if count is None else max(4, len(str(count)) + 1)
+    dialogues: list[dict] = []
+    number = 0
+    while True:
+        per_group = []
+        for key in sorted(cat.groups):
+            targets = list(cat.groups[key])
+            rng.shuffle(targets)
+            per_group.append(targets)
+        ordered = [targets[i] for i in range(ITEMS_PER_CITY_TYPE) for targets in per_group]
+        splits = _spread_labels(rng, SPLIT_SHARES, len(ordered))
+        tiers = _spread_labels(rng, DIFFICULTY_SHARES, len(ordered))
+        for target, split, tier in zip(ordered, splits, tiers, strict=True):
+            number += 1
+            try:
+                builder = _DialogueBuilder(rng, cat, target, tier)
+            except NoDialoguePlan:
+                # Rare: the catalogue around this target allows no consistent dialogue (no
+                # decoy or alternative differs from it in the right way). Skipping it keeps
+                # every other dialogue identical; the count stays far above 300.
+                continue
+            dialogues.append(builder.build(f"dlg-{number:0{width}d}", split))
+            if count is not None and len(dialogues) == count:
+                return dialogues
+        if count is None:
+            return dialogues
 
 
 def _spread_labels(rng: random.Random, shares: dict, total: int) -> list[str]:

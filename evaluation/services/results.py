@@ -14,6 +14,11 @@ from evaluation.lib.stats.bootstrap import (
     DEFAULT_SEED,
     cluster_bootstrap_mean,
 )
+from evaluation.lib.stats.cluster_sums import (
+    ResampleCache,
+    cluster_bootstrap_mean_from_sums,
+    sample_std,
+)
 from evaluation.models import MetricSummary, Run, UnitScore
 
 
@@ -48,6 +53,41 @@ def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress
             ci_high=estimate.ci_high if estimate else None,
             std=float(np.std(values, ddof=1)) if len(values) > 1 and estimate else None,
             n=len(values) if estimate else 0, undefined_reason=reason[:300],
+        ))
+        if done % 10 == 0 or done == len(specs):
+            progress("bootstrap", done, len(specs))
+    MetricSummary.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["run", "metric"],
+        update_fields=["axis", "direction", "value", "ci_low", "ci_high", "std", "n",
+                       "undefined_reason"],
+    )
+
+
+def summaries_upsert_from_sums(run: Run, specs, sums, unavailable, progress: Progress) -> None:
+    """`summaries_upsert` for a run scored in chunks: from per-metric, per-dialogue sums
+    (`evaluation.selectors.run_chunks.run_cluster_sums`), same estimates and CIs."""
+    bootstrap = run.config.get("bootstrap", {})
+    n_resamples = bootstrap.get("n_resamples", DEFAULT_RESAMPLES)
+    seed = bootstrap.get("seed", DEFAULT_SEED)
+    cache = ResampleCache(n_resamples, seed)
+    rows = []
+    for done, spec in enumerate(specs, start=1):
+        clusters, totals, counts, squares = sums.get(spec.name, ([], [], [], 0.0))
+        estimate, reason = None, unavailable.get(spec.name, "")
+        if not reason and not clusters:
+            reason = "no evaluated unit has a value for this metric"
+        if not reason:
+            estimate = cluster_bootstrap_mean_from_sums(
+                clusters, totals, counts, n_resamples=n_resamples, seed=seed,
+                confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE), cache=cache)
+        n = sum(counts)
+        rows.append(MetricSummary(
+            run=run, metric=spec.name, axis=spec.axis, direction=spec.direction,
+            value=estimate.value if estimate else None,
+            ci_low=estimate.ci_low if estimate else None,
+            ci_high=estimate.ci_high if estimate else None,
+            std=sample_std(sum(totals), squares, n) if estimate else None,
+            n=n if estimate else 0, undefined_reason=reason[:300],
         ))
         if done % 10 == 0 or done == len(specs):
             progress("bootstrap", done, len(specs))

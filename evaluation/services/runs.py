@@ -1,10 +1,13 @@
 """Writes for evaluation runs: create, execute with progress, upsert results (metrics.md §A)."""
 
+import io
+import json
 import logging
 from collections import defaultdict
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.formats.submission import (
@@ -22,15 +25,25 @@ from evaluation.lib.metrics.suite import (
     metric_specs,
 )
 from evaluation.lib.metrics.types import Unavailable
-from evaluation.lib.progress import Progress, no_progress
+from evaluation.lib.progress import Progress
 from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
-from evaluation.models import (
-    Job,
-    Run,
+from evaluation.models import Job, Run, RunChunk
+from evaluation.selectors.benchmarks import submission_splits
+from evaluation.selectors.run_chunks import (
+    dialogue_records,
+    item_records,
+    review_records,
+    run_cluster_sums,
+    run_dialogues,
 )
-from evaluation.selectors.benchmarks import benchmark_bundle, submission_splits
-from evaluation.services.jobs import job_begin, job_create, job_finish, job_progress
-from evaluation.services.results import summaries_upsert, unit_scores_upsert
+from evaluation.services.jobs import (
+    job_begin,
+    job_create,
+    job_finish,
+    job_progress,
+    task_enqueue,
+)
+from evaluation.services.results import summaries_upsert_from_sums, unit_scores_upsert
 from evaluation.signals import results_changed_notify
 
 logger = logging.getLogger(__name__)
@@ -38,9 +51,6 @@ logger = logging.getLogger(__name__)
 
 # --- evaluation runs (metrics.md §A; formats.md §2–3; statistics.md "Comparing systems") ----
 
-# Dialogues are scored in chunks of about this many answered turns: each chunk's values are
-# upserted in one transaction and reported as progress, so a retried run redoes little work.
-CHUNK_TURNS = 2000
 _NLI_MODELS: dict[str, object] = {}
 
 
@@ -68,8 +78,15 @@ def run_create(*, submission, user=None, suite_options: dict | None = None,
     return run
 
 
-def run_process(*, job_id: int, progress: Progress | None = None) -> Run | None:
-    """Claim the run's job, evaluate, record progress and the outcome (the task's body).
+def run_process(*, job_id: int, progress: Progress | None = None,
+                fan_out: bool = False) -> Run | None:
+    """Claim the run's job and evaluate it (the body of `evaluate_run_job`).
+
+    A Trace run is planned as chunks of dialogues (`RunChunk`). With FAN_OUT (a worker), one
+    Celery task per chunk is queued and this task ends; the chunk that finds every chunk
+    finished queues `finalize_run_job` (docs/operations.md, "Runs over several workers").
+    Without (the command line), the same chunk and final steps run here, one after another.
+    LLM evaluator runs execute in this one task.
 
     Returns None when the job was already finished (a duplicate delivery). Any failure is
     recorded on the job with its reason; the run is then failed, never left running.
@@ -85,75 +102,211 @@ def run_process(*, job_id: int, progress: Progress | None = None) -> Run | None:
         if progress is not None:
             progress(stage, done, total)
 
-    execute = run_execute
-    if run.evaluator in LLM_EVALUATOR_NAMES:
-        # Imported here: the LLM layer loads litellm, which takes seconds to import.
-        from evaluation.services.llm_runs import llm_run_execute as execute
+    if run.evaluator not in LLM_EVALUATOR_NAMES:
+        return _trace_run_process(run, report, fan_out)
+    # Imported here: the LLM layer loads litellm, which takes seconds to import.
+    from evaluation.services.llm_runs import llm_run_execute
+
     try:
-        result = execute(run=run, progress=report)
-    except FormatError as exc:
-        job_finish(job_id, error=f"The stored submission is not readable: {exc}")
+        result = llm_run_execute(run=run, progress=report)
     except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up
-        logger.exception("evaluation run %s failed", run.pk)
-        job_finish(job_id, error=f"{type(exc).__name__}: {exc}")
+        _run_failed(run, exc)
     else:
-        job_finish(job_id, result=result)
-        # A new result can change who is significantly better than whom on the leaderboard.
-        results_changed_notify(benchmark_id=run.submission.benchmark_id,
-                               protocol=run.submission.protocol)
+        _run_succeeded(run, result)
     return run
 
 
-def run_execute(*, run: Run, progress: Progress = no_progress) -> dict:
-    """Score the run's submission with the Trace suite; upsert unit values and summaries.
+def _run_failed(run: Run, exc: Exception) -> None:
+    if isinstance(exc, FormatError):
+        job_finish(run.job_id, error=f"The stored submission is not readable: {exc}")
+        return
+    logger.error("evaluation run %s failed", run.pk, exc_info=exc)
+    job_finish(run.job_id, error=f"{type(exc).__name__}: {exc}")
 
-    Values are upserted on (run, metric, unit) and summaries on (run, metric), so executing a
-    run twice leaves exactly the rows of executing it once.
+
+def _run_succeeded(run: Run, result: dict) -> None:
+    job_finish(run.job_id, result=result)
+    # A new result can change who is significantly better than whom on the leaderboard.
+    results_changed_notify(benchmark_id=run.submission.benchmark_id,
+                           protocol=run.submission.protocol)
+
+
+def _trace_run_process(run: Run, report: Progress, fan_out: bool) -> Run:
+    try:
+        report("load", 0, 1)
+        chunks = run_plan(run=run)
+        report("score", RunChunk.objects.filter(run=run, finished_at__isnull=False).count(),
+               len(chunks))
+    except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up
+        _run_failed(run, exc)
+        return run
+    if fan_out:
+        # A redelivered first task queues the unfinished chunks again: harmless, a chunk
+        # that is already finished does nothing (and its values are upserted anyway).
+        for chunk in chunks:
+            if chunk.finished_at is None:
+                task_enqueue(CHUNK_TASK, run.pk, chunk.index)
+        if not chunks:
+            task_enqueue(FINALIZE_TASK, run.pk)
+        return run
+    for chunk in chunks:
+        run_chunk_process(run_id=run.pk, index=chunk.index, progress=report, finalize=False)
+    run_finalize(run_id=run.pk, progress=report)
+    return run
+
+
+CHUNK_TASK = "evaluation.tasks.evaluate_run_chunk_job"
+FINALIZE_TASK = "evaluation.tasks.finalize_run_job"
+
+
+def run_plan(*, run: Run) -> list[RunChunk]:
+    """The run's chunks, planned once: dialogues of its splits in bundle order, cut every
+    `RUN_CHUNK_TURNS` answered turns, each with the byte ranges of its submission lines, so a
+    chunk task reads only its own part of the file (never the whole bundle or submission)."""
+    existing = list(run.chunks.order_by("index"))
+    if existing:
+        return existing
+    dialogues = run_dialogues(benchmark=run.submission.benchmark, splits=run.config["splits"])
+    lines = _line_ranges_by_dialogue(run.submission)
+    chunks, current, turns = [], [], 0
+    for pk, external_id, answered in dialogues:
+        current.append((pk, external_id))
+        turns += answered
+        if turns >= settings.RUN_CHUNK_TURNS:
+            chunks.append((current, turns))
+            current, turns = [], 0
+    if current:
+        chunks.append((current, turns))
+    rows = [RunChunk(run=run, index=index, dialogue_ids=[pk for pk, _ in members],
+                     answered_turns=turns,
+                     line_ranges=_coalesce(r for _, external_id in members
+                                           for r in lines.get(external_id, ())))
+            for index, (members, turns) in enumerate(chunks)]
+    RunChunk.objects.bulk_create(rows, ignore_conflicts=True)  # a concurrent planner: same rows
+    return list(run.chunks.order_by("index"))
+
+
+def _line_ranges_by_dialogue(submission) -> dict[str, list[tuple[int, int]]]:
+    ranges: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    offset = 0
+    with submission.file.open("rb") as handle:
+        for line in handle:
+            if line.strip():
+                dialogue_id = json.loads(line).get("dialogue_id")
+                if isinstance(dialogue_id, str):
+                    ranges[dialogue_id].append((offset, offset + len(line)))
+            offset += len(line)
+    return ranges
+
+
+def _coalesce(ranges) -> list[list[int]]:
+    merged: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if merged and merged[-1][1] == start:
+            merged[-1][1] = end
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def run_chunk_process(*, run_id: int, index: int, progress: Progress | None = None,
+                      finalize: bool = True) -> None:
+    """Score one chunk, upsert its values, count it finished (the body of
+    `evaluate_run_chunk_job`); safe to run twice and after a worker died mid-chunk.
+
+    With FINALIZE, the chunk that finds every chunk finished queues the run's final task.
     """
+    chunk = RunChunk.objects.select_related("run__job", "run__submission__benchmark").get(
+        run_id=run_id, index=index)
+    run = chunk.run
+    if run.job.is_finished:
+        return  # failed meanwhile (another chunk's error, the stale sweep): nothing to add
+    if chunk.finished_at is None:
+        try:
+            result = _score_chunk(run, chunk)
+        except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up
+            _run_failed(run, exc)
+            return
+        with transaction.atomic():
+            # The values and the "finished" mark commit together: a chunk either counts with
+            # all its values or is redone (and its values are upserted, never duplicated).
+            unit_scores_upsert(run, result.values)
+            RunChunk.objects.filter(pk=chunk.pk, finished_at=None).update(
+                finished_at=timezone.now(), values=len(result.values),
+                missing_turns=len(result.missing_turns), unavailable=dict(result.unavailable))
+    with transaction.atomic():
+        # The job's row lock orders the chunks' last steps: the one that sees every chunk
+        # finished is the last, whatever worker or machine ran the others.
+        job = Job.objects.select_for_update().get(pk=run.job_id)
+        if job.is_finished:
+            return
+        total = RunChunk.objects.filter(run_id=run_id).count()
+        done = RunChunk.objects.filter(run_id=run_id, finished_at__isnull=False).count()
+        job_progress(job.pk, "score", done, total)
+        if done == total and finalize:
+            task_enqueue(FINALIZE_TASK, run.pk)
+    if progress is not None:
+        progress("score", done, total)
+
+
+def _score_chunk(run: Run, chunk: RunChunk):
     config = suite_config_from_options(run.config.get("suite", {}))
-    splits = set(run.config["splits"])
-    progress("load", 0, 1)
-    bundle = benchmark_bundle(benchmark=run.submission.benchmark)
-    dialogues = [reference_dialogue(d) for d in bundle.dialogues if d["split"] in splits]
-    items, reviews = item_infos(bundle.items), review_infos(bundle.reviews)
-    with run.submission.file.open("rb") as handle:
-        submitted = defaultdict(list)
-        for turn in read_turn_submission(handle, max_bytes=settings.MAX_UPLOAD_BYTES):
-            submitted[turn.dialogue_id].append(turn)
-    nli = _nli_scorer(run.config.get("nli", {}))
-    progress("load", 1, 1)
-    collected: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
-    unavailable: dict[str, str] = {}
-    missing = 0
-    for done, chunk in _chunks(dialogues):
-        turns = [turn for dialogue in chunk for turn in submitted.get(dialogue.id, ())]
-        result = evaluate_submission(chunk, items, reviews, turns, config, nli)
-        unit_scores_upsert(run, result.values)
-        for value in result.values:
-            collected[value.metric][0].append(value.value)
-            collected[value.metric][1].append(value.dialogue_id)
-        unavailable.update(result.unavailable)
-        missing += len(result.missing_turns)
-        progress("score", done, len(dialogues))
-    specs = metric_specs(config)
-    summaries_upsert(run, specs, collected, unavailable, progress)
-    Run.objects.filter(pk=run.pk).update(unavailable=unavailable)
-    run.unavailable = unavailable
-    return {"dialogues": len(dialogues), "values": sum(len(v[0]) for v in collected.values()),
-            "metrics": len(specs), "missing_turns": missing, "unavailable": sorted(unavailable)}
+    benchmark = run.submission.benchmark
+    dialogues = [reference_dialogue(record)
+                 for record in dialogue_records(dialogue_pks=chunk.dialogue_ids)]
+    submitted = _chunk_turns(run.submission, chunk.line_ranges)
+    cited = {citation.review_id for turn in submitted for citation in turn.citations}
+    items = item_infos(item_records(benchmark=benchmark))
+    reviews = review_infos(review_records(benchmark=benchmark, external_ids=cited))
+    return evaluate_submission(dialogues, items, reviews, submitted, config,
+                               _nli_scorer(run.config.get("nli", {})))
 
 
-def _chunks(dialogues):
-    chunk, turns, done = [], 0, 0
-    for dialogue in dialogues:
-        chunk.append(dialogue)
-        turns += sum(1 for t in dialogue.turns if t.is_recommendation)
-        if turns >= CHUNK_TURNS:
-            done += len(chunk)
-            yield done, chunk
-            chunk, turns = [], 0
-    if chunk or not dialogues:
-        yield done + len(chunk), chunk
+def _chunk_turns(submission, line_ranges) -> list:
+    """The chunk's lines of the stored submission, read by byte range and checked again."""
+    buffer = io.BytesIO()
+    with submission.file.open("rb") as handle:
+        for start, end in line_ranges:
+            handle.seek(start)
+            buffer.write(handle.read(end - start))
+    buffer.seek(0)
+    return read_turn_submission(buffer, max_bytes=settings.MAX_UPLOAD_BYTES)
+
+
+def run_finalize(*, run_id: int, progress: Progress | None = None) -> None:
+    """Summaries with cluster-bootstrap CIs from the stored values, then the run succeeds and
+    the leaderboard's ranks are refreshed (the body of `finalize_run_job`).
+
+    Runs under the job's row lock, so a duplicate final task waits and then finds the job
+    finished; the summaries are upserted anyway.
+    """
+    run = Run.objects.select_related("submission").get(pk=run_id)
+
+    def report(stage: str, done: int, total: int) -> None:
+        job_progress(run.job_id, stage, done, total)
+        if progress is not None:
+            progress(stage, done, total)
+
+    try:
+        with transaction.atomic():
+            job = Job.objects.select_for_update().get(pk=run.job_id)
+            chunks = list(run.chunks.all())
+            if job.is_finished or any(chunk.finished_at is None for chunk in chunks):
+                return
+            unavailable: dict[str, str] = {}
+            for chunk in sorted(chunks, key=lambda c: c.index):
+                unavailable.update(chunk.unavailable)
+            specs = metric_specs(suite_config_from_options(run.config.get("suite", {})))
+            summaries_upsert_from_sums(run, specs, run_cluster_sums(run=run), unavailable,
+                                       report)
+            Run.objects.filter(pk=run.pk).update(unavailable=unavailable)
+            result = {"dialogues": sum(len(c.dialogue_ids) for c in chunks),
+                      "values": sum(c.values for c in chunks), "metrics": len(specs),
+                      "missing_turns": sum(c.missing_turns for c in chunks),
+                      "chunks": len(chunks), "unavailable": sorted(unavailable)}
+            _run_succeeded(run, result)
+    except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up
+        _run_failed(run, exc)
 
 
 def _nli_scorer(nli: dict):

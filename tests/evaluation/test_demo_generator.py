@@ -493,3 +493,41 @@ def test_generated_text_uses_the_right_article(bundle):
              and re.search(r"\b[Aa] attraction", t)]
     assert not wrong, wrong[:3]
     assert any("find an attraction" in t for t in texts)
+
+
+# --- a scale benchmark (make_demo_benchmark --dialogues N) -----------------------------------
+
+
+def test_a_scale_benchmark_has_exactly_n_dialogues_with_the_demos_variety(tmp_path, bundle):
+    from evaluation.lib.formats.bundle import Bundle, read_bundle, write_bundle
+
+    generated = generate_demo_bundle(42, dialogues=1000)
+    dialogues = generated["dialogues"]
+    assert len(dialogues) == 1000 and len({d["id"] for d in dialogues}) == 1000
+    assert generated["benchmark"]["slug"] == "demo-tourism-1000"
+    # The catalogue is the demo's, and the first round is the demo's dialogues.
+    assert generated["items"] == bundle["items"] and generated["reviews"] == bundle["reviews"]
+    assert [d["turns"] for d in dialogues[:360]] == [d["turns"] for d in bundle["dialogues"]]
+    # Later rounds are new dialogues, not copies: every text of round two is a new draw.
+    first = {json.dumps(d["turns"]) for d in dialogues[:360]}
+    assert not first & {json.dumps(d["turns"]) for d in dialogues[360:720]}
+    items = {item["id"]: item for item in generated["items"]}
+    targets = Counter(d["target_item_ids"][0] for d in dialogues)
+    assert max(targets.values()) - min(targets.values()) <= 1  # every item, round by round
+    assert {items[t]["city"] for t in targets} == {"Philadelphia", "New Orleans", "Tucson"}
+    assert {items[t]["type"] for t in targets} == {"restaurant", "hotel", "attraction"}
+    assert Counter(d["split"] for d in dialogues)["hidden"] > 50
+    assert {d["scenario"]["difficulty"] for d in dialogues} == {"easy", "medium", "hard"}
+    assert all(any(t["action"] == "reject_and_refine" for t in d["turns"]) for d in dialogues)
+    assert sum(len(t["citations"]) for d in dialogues for t in d["turns"]) > 2000
+    # Deterministic for a seed, different for another; and the bundle passes the validator.
+    assert generate_demo_bundle(42, dialogues=1000) == generated
+    assert generate_demo_bundle(7, dialogues=1000)["dialogues"] != dialogues
+    write_bundle(Bundle(**generated), tmp_path / "scale")
+    assert len(read_bundle(tmp_path / "scale", max_bytes=10**9).dialogues) == 1000
+
+
+def test_a_scale_benchmark_of_fewer_dialogues_than_the_demo_is_its_prefix(bundle):
+    assert generate_demo_bundle(42, dialogues=10)["dialogues"] == bundle["dialogues"][:10]
+    with pytest.raises(ValueError, match="at least 1"):
+        generate_demo_bundle(42, dialogues=0)

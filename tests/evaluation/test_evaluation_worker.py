@@ -4,11 +4,11 @@ is executed by a real Celery worker process, which records progress and results.
 import pytest
 from django.db import transaction
 
+from config.celery import app
 from evaluation.models import Job, Run
 from evaluation.services import jobs
 from evaluation.services.runs import run_create
 from evaluation.services.submissions import submission_create, system_create
-from evaluation.tasks import evaluate_run_job
 from tests.support.submissions import EXPECTED, write_lines
 from tests.support.worker import FILESYSTEM, celery_worker, wait_for_job, worker_log
 
@@ -18,11 +18,17 @@ def worker(transactional_db, tmp_path, settings, monkeypatch):
     settings.MEDIA_ROOT = tmp_path / "media"
     with celery_worker(FILESYSTEM, tmp_path, MEDIA_ROOT=str(settings.MEDIA_ROOT),
                        NLI_MODEL_PATH="") as (broker, process):
-        monkeypatch.setattr(  # this worker's broker, not the settings' one
-            jobs, "task_enqueue",
-            lambda task, job_id: transaction.on_commit(
-                lambda: evaluate_run_job.apply_async((job_id,), connection=broker)))
+        monkeypatch.setattr(jobs, "task_enqueue", enqueue_on(broker))
         yield process
+
+
+def enqueue_on(broker):
+    """`task_enqueue` sending to this test's broker, not the settings' one."""
+
+    def enqueue(task, *args):
+        transaction.on_commit(lambda: app.tasks[task].apply_async(args, connection=broker))
+
+    return enqueue
 
 
 def test_a_worker_process_executes_an_enqueued_run(worker, tiny_benchmark, tmp_path):

@@ -10,7 +10,12 @@ from evaluation.access import can_see_hidden_units, get_run_for_user, runs_for_u
 from evaluation.models import Job, MetricSummary, Run, UnitScore
 from evaluation.selectors.benchmarks import run_results, run_unit_rows
 from evaluation.services.jobs import job_begin, jobs_fail_stale
-from evaluation.services.runs import run_create, run_execute, run_process
+from evaluation.services.runs import (
+    run_chunk_process,
+    run_create,
+    run_finalize,
+    run_process,
+)
 from evaluation.services.submissions import submission_create, system_create
 from evaluation.tasks import evaluate_run_job
 from tests.evaluation.metrics.tiny_nli import build_tiny_nli
@@ -75,9 +80,16 @@ def test_running_a_run_twice_keeps_one_row_per_metric_and_unit(submission):
     run = evaluated(submission)
     counts = (run.unit_scores.count(), run.summaries.count())
     values = dict(run.summaries.values_list("metric", "value"))
-    run_execute(run=run)  # a retried task re-does the work…
+    # Every chunk redone (as after its worker was killed) and the final task run again…
+    Job.objects.filter(pk=run.job_id).update(status=Job.Status.RUNNING)
+    run.chunks.update(finished_at=None)
+    for chunk in run.chunks.all():
+        run_chunk_process(run_id=run.pk, index=chunk.index, finalize=False)
+    run_finalize(run_id=run.pk)
+    run.job.refresh_from_db()
+    assert run.job.status == Job.Status.SUCCEEDED
     Job.objects.filter(pk=run.job_id).update(status=Job.Status.QUEUED)
-    evaluate_run_job(run.job_id)  # …and a re-delivered one too
+    evaluate_run_job(run.job_id)  # …and a re-delivered first task too
     assert (run.unit_scores.count(), run.summaries.count()) == counts
     assert dict(run.summaries.values_list("metric", "value")) == values
     assert UnitScore.objects.count() == counts[0]
@@ -125,10 +137,11 @@ def test_a_local_nli_model_gives_entailment_grounding(submission, settings, tmp_
 def test_run_create_enqueues_the_task_on_commit(submission, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         run = run_create(submission=submission)
-    # The run is enqueued on commit; once it succeeds, the leaderboard's ranks are refreshed.
-    assert [c.__qualname__.split(".")[0] for c in callbacks] == ["task_enqueue",
-                                                                 "results_changed_notify",
-                                                                 "task_enqueue"]
+    # The run is enqueued on commit; its first task queues its one chunk, the chunk the final
+    # task; once the run succeeds, the leaderboard's ranks are refreshed.
+    assert [c.__qualname__.split(".")[0] for c in callbacks] == [
+        "task_enqueue", "task_enqueue", "task_enqueue", "results_changed_notify",
+        "task_enqueue"]
     run.job.refresh_from_db()
     assert run.job.status == Job.Status.SUCCEEDED and run.job.kind == Job.Kind.EVALUATION
     assert run.job.done == run.job.total > 0
@@ -184,10 +197,35 @@ def test_runs_are_visible_to_staff_and_the_system_owner_until_published(
     assert not can_see_hidden_units(researcher, run) and can_see_hidden_units(staff, run)
 
 
-def test_a_run_redelivered_after_its_worker_died_is_finished_by_the_next_delivery(submission):
+def test_a_run_redelivered_after_its_worker_died_is_finished_by_the_next_delivery(
+        submission, django_capture_on_commit_callbacks):
     run = run_create(submission=submission, enqueue=False)
     job_begin(run.job_id)  # the first worker claimed it, then died without a word
-    evaluate_run_job(run.job_id)  # the broker re-delivers the unacknowledged task
+    with django_capture_on_commit_callbacks(execute=True):
+        evaluate_run_job(run.job_id)  # the broker re-delivers the unacknowledged task
     run.job.refresh_from_db()
     assert run.job.status == Job.Status.SUCCEEDED and run.job.attempts == 2
     assert summary(run, "recall@1").value == pytest.approx(EXPECTED["recall@1"])
+
+
+def test_a_run_in_many_chunks_stores_what_a_run_in_one_chunk_stores(submission, settings):
+    settings.RUN_CHUNK_TURNS = 10_000
+    whole = evaluated(submission)
+    settings.RUN_CHUNK_TURNS = 1  # one chunk per dialogue
+    chunked = evaluated(submission)
+    assert (whole.chunks.count(), chunked.chunks.count()) == (1, 3)
+    assert chunked.job.result["chunks"] == 3 and chunked.chunks.filter(values__gt=0).count() == 3
+    units = ("metric", "unit_id", "dialogue_id", "value")
+    assert sorted(chunked.unit_scores.values_list(*units)) == \
+        sorted(whole.unit_scores.values_list(*units))
+    fields = ("metric", "undefined_reason", "n", "value", "ci_low", "ci_high", "std")
+    rows = {row[0]: row for row in whole.summaries.values_list(*fields)}
+    assert len(rows) == chunked.summaries.count() > 50
+    for row in chunked.summaries.values_list(*fields):
+        assert row[:3] == rows[row[0]][:3]
+        numbers = [0.0 if n is None else n for n in row[3:]]
+        assert numbers == pytest.approx([0.0 if n is None else n for n in rows[row[0]][3:]],
+                                        rel=1e-9, abs=1e-12), row[0]
+    # Each chunk read only its own lines of the file.
+    ranges = [chunk.line_ranges for chunk in chunked.chunks.order_by("index")]
+    assert all(len(r) == 1 for r in ranges) and ranges[0][0][1] <= ranges[1][0][0]
