@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0006_system_submission_tables'),
+        ('evaluation', '0007_live_systems'),
     ]
 
     operations = [
