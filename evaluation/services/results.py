@@ -5,7 +5,7 @@ it) twice leaves exactly the rows of executing it once.
 """
 
 import numpy as np
-from django.db import transaction
+from django.db import connection, transaction
 
 from evaluation.lib.progress import Progress
 from evaluation.lib.stats.bootstrap import (
@@ -24,6 +24,9 @@ from evaluation.models import MetricSummary, Run, UnitScore
 
 @transaction.atomic
 def unit_scores_upsert(run: Run, values) -> None:
+    if connection.vendor == "postgresql":
+        _unit_scores_copy_upsert(run, values)
+        return
     UnitScore.objects.bulk_create(
         [UnitScore(run=run, metric=v.metric, unit_type=v.unit_type, unit_id=v.unit_id,
                    dialogue_id=v.dialogue_id, value=v.value) for v in values],
@@ -31,6 +34,31 @@ def unit_scores_upsert(run: Run, values) -> None:
         unique_fields=["run", "metric", "unit_type", "unit_id"],
         update_fields=["value", "dialogue_id"],
     )
+
+
+def _unit_scores_copy_upsert(run: Run, values) -> None:
+    """The same upsert through COPY into a temporary table, then one INSERT … ON CONFLICT.
+
+    A chunk of 1,000 answered turns stores about 50,000 values; as model instances through
+    `bulk_create` that cost more CPU than scoring them (docs/performance.md, "Runs at scale").
+    """
+    table = connection.ops.quote_name(UnitScore._meta.db_table)
+    columns = "run_id, metric, unit_type, unit_id, dialogue_id, value, detail"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMPORARY TABLE IF NOT EXISTS unitscore_incoming (run_id bigint, "
+            "metric varchar(100), unit_type varchar(10), unit_id varchar(250), "
+            "dialogue_id varchar(200), value double precision, detail jsonb) "
+            "ON COMMIT DELETE ROWS")
+        with cursor.copy(f"COPY unitscore_incoming ({columns}) FROM STDIN") as copy:
+            for v in values:
+                copy.write_row((run.pk, v.metric, v.unit_type, v.unit_id, v.dialogue_id,
+                                v.value, "{}"))
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM unitscore_incoming "
+            "ON CONFLICT (run_id, metric, unit_type, unit_id) DO UPDATE "
+            "SET value = EXCLUDED.value, dialogue_id = EXCLUDED.dialogue_id")
+        cursor.execute("TRUNCATE unitscore_incoming")
 
 
 def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress) -> None:
