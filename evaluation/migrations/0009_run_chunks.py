@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0007_live_systems'),
+        ('evaluation', '0008_simulations'),
     ]
 
     operations = [
