@@ -93,6 +93,16 @@ def child_pids(pid: int) -> list[int]:
     return children
 
 
+def wait_until_ready(*workers, seconds=60):
+    """Both workers have their pool process, and a moment to connect to the broker, before the
+    run starts, so that both take chunks."""
+    deadline = time.monotonic() + seconds
+    while not all(child_pids(worker.pid) for worker in workers):
+        assert time.monotonic() < deadline, "a worker never started its pool"
+        time.sleep(0.2)
+    time.sleep(3)
+
+
 def test_embedded_one_worker_runs_the_chunks_and_the_final_task(
         demo_submission, tmp_path, monkeypatch):
     reference = reference_rows(demo_submission)
@@ -137,6 +147,7 @@ def test_two_workers_share_a_run_and_a_killed_chunk_is_redone_without_duplicates
     with celery_worker(url, tmp_path / "a", **env) as (broker, first), \
             celery_worker(url, tmp_path / "b", **env) as (_, second):
         monkeypatch.setattr(jobs, "task_enqueue", enqueue_on(broker))
+        wait_until_ready(first, second)
         run = run_create(submission=demo_submission)
         follow(run.job, [first, second], on_progress=kill_mid_run)
         logs = worker_log(first), worker_log(second)
