@@ -140,6 +140,8 @@ def study_snapshot(*, study: Study, table: LabelTable) -> dict:
 
 # --- evaluator scores ------------------------------------------------------------------------
 
+TRAINED_SUFFIX = ":train"  # the units an evaluator's instructions were optimized on
+
 
 def _latest_runs(benchmark, *, include_private: bool, evaluators=None) -> list[Run]:
     runs = (Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
@@ -166,6 +168,10 @@ def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = 
 
     Dialogue-level scores of a `log` run are keyed by the dialogue the log names (its
     `dialogue_id`), so a judge's per-log score meets the humans' label of that dialogue.
+
+    A run whose evaluator was trained on some dialogues (FACE's optimized instructions name
+    them in `config["train_dialogues"]`) reports those units apart, as evaluator
+    `<name>:train`, so a trained-on correlation is never read as a held-out one.
     """
     reference = reference_system_name(benchmark)
     runs = {run.pk: run for run in _latest_runs(benchmark, include_private=include_private,
@@ -180,15 +186,18 @@ def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = 
     rows = (scores
             .values_list("run_id", "metric", "unit_type", "unit_id", "dialogue_id", "value")
             .iterator(chunk_size=10000))
+    trained = {pk: frozenset(run.config.get("train_dialogues") or ()) for pk, run in runs.items()}
     for run_id, metric, unit_type, unit_id, dialogue_id, value in rows:
         run = runs[run_id]
         if unit_type == "dialogue" and dialogue_id:
             unit_id = dialogue_id  # a log's scores belong to the dialogue it names
         system = run.submission.system.name
         system = REFERENCE if system == reference else system
-        key = (run.evaluator, metric, unit_type)
+        name = f"{run.evaluator}{TRAINED_SUFFIX}" if dialogue_id in trained[run_id] else \
+            run.evaluator
+        key = (name, metric, unit_type)
         if key not in sets:
-            sets[key] = reports.ScoreSet(run.evaluator, metric, unit_type)
+            sets[key] = reports.ScoreSet(name, metric, unit_type)
         sets[key].values[(system, unit_id)] = value
     grouped: dict[str, list[reports.ScoreSet]] = defaultdict(list)
     for (evaluator, _, _), score in sorted(sets.items()):

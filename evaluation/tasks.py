@@ -62,3 +62,13 @@ def simulate_batch_job(simulation_id: int, batch: int) -> None:
     """Simulate one batch of a simulation's users; safe to deliver twice (stored users are
     skipped), so a batch whose worker was killed is redone without duplicates."""
     simulation_batch_process(simulation_id=simulation_id, batch=batch)
+
+
+@shared_task(acks_late=True)
+def face_optimize_job(job_id: int) -> None:
+    """FACE instruction optimization (FACE §2.3); a redelivered or restarted job continues
+    after the last finished iteration."""
+    # Imported here: the LLM layer loads litellm, which takes seconds to import.
+    from evaluation.services.face_optimization import face_optimization_process
+
+    face_optimization_process(job_id=job_id)

@@ -12,6 +12,7 @@ from evaluation.lib.llm.evaluators import (
     CORE,
     DEBATE_SCORE,
     EVALUATORS,
+    FACE,
     FACTOR_MEAN,
     PEPPER_JUDGE,
     PERSUASIVENESS,
@@ -21,6 +22,8 @@ from evaluation.lib.llm.evaluators import (
     pepper_metric,
     session_recall_metric,
 )
+from evaluation.lib.llm.face.aspects import ASPECTS as FACE_ASPECTS
+from evaluation.lib.llm.face.aspects import TURN as FACE_TURN
 from evaluation.lib.llm.pepper_judge import PEPPER_ASPECTS
 from evaluation.lib.llm.trace_judge import CRITERION_ANCHORS, TRACE_CRITERIA
 from evaluation.models import Dialogue, Split
@@ -34,10 +37,12 @@ def run_llm_report(*, run, include_hidden: bool, page: str | None = None) -> dic
     """Everything the run page shows about an LLM run: usage, routing, chart, unit details."""
     spec = EVALUATORS[run.evaluator]
     scores = run.unit_scores.all()
+    hidden = Dialogue.objects.filter(benchmark_id=run.submission.benchmark_id,
+                                     split=Split.HIDDEN).values("external_id")
     if not include_hidden:
-        hidden = Dialogue.objects.filter(benchmark_id=run.submission.benchmark_id,
-                                         split=Split.HIDDEN).values("external_id")
         scores = scores.exclude(dialogue_id__in=hidden)
+    if run.evaluator == FACE:
+        return _face_report(run, spec, scores, hidden if not include_hidden else None, page)
     primary = spec.metrics[0].name
     unit_ids = list(scores.filter(metric=primary).order_by("unit_id")
                     .values_list("unit_id", flat=True))
@@ -175,3 +180,65 @@ def _all_debates(run) -> list[core_debate.DebateResult]:
         rows[row["unit_id"]].append(row)
     return [core_debate.DebateResult.from_records(records, failure=failures.get(unit))
             for unit, records in rows.items()]
+
+
+# --- FACE: particles per turn ------------------------------------------------------------------
+
+
+def _face_report(run, spec, scores, hidden, page) -> dict:
+    """The FACE run's logs, page by page: per system turn its text, the user's reply, its
+    particles with their score per aspect (and the probability outside the grades), the turn's
+    aspect scores, or why it could not be decomposed; the log's dialogue-level scores."""
+    turns = run.face_turns.all()
+    if hidden is not None:
+        turns = turns.exclude(dialogue_id__in=hidden)
+    log_ids = list(turns.order_by("unit_id").values_list("unit_id", flat=True).distinct())
+    units_page = Paginator(log_ids, UNITS_PER_PAGE).get_page(page)
+    on_page = list(units_page.object_list)
+    by_unit = defaultdict(dict)
+    for score in scores.filter(dialogue_id__in=turns.filter(unit_id__in=on_page)
+                               .values("dialogue_id")):
+        by_unit[score.unit_id][score.metric] = score
+    aspects = [FACE_ASPECTS[a] for a in run.config.get("aspects", []) if a in FACE_ASPECTS]
+    logs = defaultdict(list)
+    for turn in turns.filter(unit_id__in=on_page).order_by("unit_id", "turn_index"):
+        turn_scores = by_unit.get(f"{turn.dialogue_id}#{turn.turn_index}", {})
+        logs[turn.unit_id].append({
+            "index": turn.turn_index, "text": turn.text, "reply": turn.reply,
+            "failure": turn.failure, "answer": turn.answer, "attempts": turn.attempts,
+            "scores": [_face_score(a, turn_scores.get(a.metric)) for a in aspects
+                       if a.level == FACE_TURN],
+            "particles": [{**p, "aspects": [
+                {"name": a.key.replace("_", " "), **_particle_score(p, a.key)}
+                for a in aspects if a.key in p.get("scores", {})]} for p in turn.particles],
+            "dialogue_id": turn.dialogue_id})
+    units = [{"unit_id": unit, "turns": logs[unit],
+              "failed_turns": sum(1 for t in logs[unit] if t["failure"]),
+              "dialogue_scores": [_face_score(a, by_unit.get(unit, {}).get(a.metric))
+                                  for a in aspects if a.level != FACE_TURN]}
+             for unit in on_page]
+    versions = {a: (entry or {}).get("version") for a, entry in
+                (run.config.get("instructions") or {}).items()}
+    return {"title": spec.title, "evaluator": run.evaluator, "usage": usage_view(run.usage),
+            "routing": None, "page": units_page, "units": units,
+            "hidden_left_out": hidden is not None,
+            "failed_units": (run.job.result or {}).get("failed_units", 0),
+            "face": {"versions": versions, "trained_on": len(run.config.get("train_dialogues")
+                                                             or [])}}
+
+
+def _face_score(aspect, score) -> dict:
+    detail = (score.detail or {}) if score is not None else {}
+    return {"name": aspect.key.replace("_", " "), "low": aspect.low, "high": aspect.high,
+            "value": score.value if score is not None else None,
+            "failure": detail.get("failure") if score is not None else "not scored",
+            "particles": detail.get("particles"), "flagged": detail.get("flagged", 0)}
+
+
+def _particle_score(particle: dict, aspect: str) -> dict:
+    entry = particle["scores"][aspect]
+    per_instruction = entry.get("per_instruction", [])
+    outside = [s["mass_outside"] for s in per_instruction if s.get("mass_outside") is not None]
+    return {"value": entry.get("value"), "mass_outside": max(outside) if outside else None,
+            "flagged": any(s.get("flagged") for s in per_instruction),
+            "failure": next((s["failure"] for s in per_instruction if s.get("failure")), None)}

@@ -1,4 +1,5 @@
-"""LLM evaluator runs: CoRE (metrics spec §B), the Trace LLM judge (§A) and the PEPPER judge (§D).
+"""LLM evaluator runs: CoRE (metrics spec §B), the Trace LLM judge (§A), the PEPPER judge (§D)
+and FACE (FACE §2: particles, Eq. 1 scores, optimized instructions).
 
 Thin Django glue around the pure LLM layer (`evaluation/lib/llm/`): it builds the model
 configuration from the `CONCORD_LLM_*` settings and the run's options, gives the gateway the
@@ -31,6 +32,7 @@ from evaluation.lib.llm.evaluators import (
     CORE,
     DEBATE_SCORE,
     EVALUATORS,
+    FACE,
     FACTOR_MEAN,
     PEPPER_JUDGE,
     PERSUASIVENESS,
@@ -42,13 +44,19 @@ from evaluation.lib.llm.evaluators import (
     pepper_metric,
     session_recall_metric,
 )
+from evaluation.lib.llm.face import engine as face_engine
+from evaluation.lib.llm.face.aspects import ASPECTS as FACE_ASPECTS
+from evaluation.lib.llm.face.aspects import TURN as FACE_TURN
+from evaluation.lib.llm.face.aspects import parse_aspects
+from evaluation.lib.llm.face.prompts import initial_instruction
+from evaluation.lib.llm.face.scoring import LogprobsUnavailable
 from evaluation.lib.llm.gateway import LLMConfigurationError, LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import AspectScore
 from evaluation.lib.llm.pepper_judge import judge_pepper_log
 from evaluation.lib.llm.trace_judge import judge_trace_turn
 from evaluation.lib.progress import Progress, no_progress
 from evaluation.lib.runconfig import BOOTSTRAP
-from evaluation.models import DebateTurn, Job, Run, UnitScore
+from evaluation.models import DebateTurn, FaceTurn, Job, Run, UnitScore
 from evaluation.response_cache import DatabaseResponseCache
 from evaluation.selectors.benchmarks import benchmark_bundle, submission_splits
 from evaluation.services.jobs import job_create
@@ -147,7 +155,8 @@ DEBATE_DEFAULTS = {"max_rounds": 4, "agreement_tolerance": 0.0, "buffer": "all_r
 def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = None,
                    judges: Sequence[dict] = (), human_study: str | None = None,
                    debate: dict | None = None, use_debate: bool = True,
-                   max_reasks: int = 2, splits: Sequence[str] = (), domain: str = "") -> dict:
+                   max_reasks: int = 2, splits: Sequence[str] = (), domain: str = "",
+                   face: dict | None = None) -> dict:
     """The plain-JSON configuration of an LLM run; `llm_config_hash` identifies it."""
     config = {"evaluator": evaluator, "model": dict(model), "max_reasks": max_reasks,
               "splits": sorted(splits), "bootstrap": dict(BOOTSTRAP)}
@@ -162,7 +171,31 @@ def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = N
         })
     if evaluator == PEPPER_JUDGE:
         config["domain"] = domain or "items"
+    if evaluator == FACE:
+        config.update(face_config(**(face or {})))
     return config
+
+
+def face_config(*, aspects: Sequence[str] = (), instructions: dict | None = None) -> dict:
+    """FACE's part of a run configuration: the aspects and, per aspect, its instruction set.
+
+    INSTRUCTIONS maps an aspect to an optimized set {"version", "texts", "train_dialogues"}
+    (`face_instructions_resolve`); an aspect without one uses FACE's initial instruction (FACE
+    Appendix E.2.4, "FACE w/o train"). The dialogues any set was trained on are kept, so their
+    scores are reported apart from the held-out ones (study report, metric leaderboard).
+    """
+    instructions = instructions or {}
+    aspects = parse_aspects([*aspects, *instructions]) if aspects else tuple(FACE_ASPECTS)
+    sets, trained = {}, set()
+    for aspect in aspects:
+        chosen = instructions.get(aspect)
+        if chosen:
+            sets[aspect] = {"version": chosen["version"], "texts": list(chosen["texts"])}
+            trained |= set(chosen.get("train_dialogues") or ())
+        else:
+            sets[aspect] = {"version": None,
+                            "texts": [initial_instruction(FACE_ASPECTS[aspect])]}
+    return {"aspects": list(aspects), "instructions": sets, "train_dialogues": sorted(trained)}
 
 
 def _unique_models(entries: Iterable[dict]) -> list[dict]:
@@ -176,7 +209,8 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
                    debate_model: dict | None = None, judges: Sequence[dict] = (),
                    human_study: str | None = None, debate: dict | None = None,
                    use_debate: bool = True, max_reasks: int = 2,
-                   splits: Sequence[str] | None = None, enqueue: bool = True) -> Run:
+                   splits: Sequence[str] | None = None, enqueue: bool = True,
+                   face: dict | None = None) -> Run:
     """A queued run of LLM EVALUATOR on SUBMISSION; its task is sent when the transaction
     commits (`enqueue`), otherwise the caller runs `run_process` itself.
 
@@ -199,7 +233,7 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
     config = llm_run_config(evaluator=evaluator, model=model, debate_model=debate_model,
                             judges=judges, human_study=human_study, debate=debate,
                             use_debate=use_debate, max_reasks=max_reasks, splits=splits or (),
-                            domain=benchmark.domain)
+                            domain=benchmark.domain, face=face)
     with transaction.atomic():
         job = job_create(kind=Job.Kind.EVALUATION, user=user,
                          params={"submission": submission.pk, "evaluator": evaluator},
@@ -232,13 +266,14 @@ class UnitOutcome:
     debate: list[DebateTurn] = field(default_factory=list)
     usable: int = 0  # usable LLM scores
     failures: list[str] = field(default_factory=list)
+    face_turns: list[FaceTurn] = field(default_factory=list)
 
 
 def llm_run_execute(*, run: Run, progress: Progress = no_progress) -> dict:
     """Score the run's submission with its LLM evaluator; results are upserted per unit, so
     executing a run twice leaves the rows of executing it once (and, cached, costs nothing)."""
     executor = {CORE: _execute_core, TRACE_JUDGE: _execute_trace_judge,
-                PEPPER_JUDGE: _execute_pepper_judge}.get(run.evaluator)
+                PEPPER_JUDGE: _execute_pepper_judge, FACE: _execute_face}.get(run.evaluator)
     if executor is None:
         raise ValueError(f"unknown LLM evaluator {run.evaluator!r}")
     for options in _models_of(run.config):
@@ -325,6 +360,10 @@ def _store(run: Run, outcomes: Sequence[UnitOutcome]) -> None:
         # A re-executed debate replaces the stored one entirely (it cannot have more rounds).
         DebateTurn.objects.filter(run=run, unit_id__in=debated).delete()
         DebateTurn.objects.bulk_create([turn for o in outcomes for turn in o.debate])
+    decomposed = [o.unit_id for o in outcomes if o.face_turns]
+    if decomposed:
+        FaceTurn.objects.filter(run=run, unit_id__in=decomposed).delete()
+        FaceTurn.objects.bulk_create([turn for o in outcomes for turn in o.face_turns])
 
 
 def _read_logs(submission) -> list[ConversationLog]:
@@ -529,3 +568,83 @@ def _aspect_outcome(unit: str, cluster: str, unit_type: str, scores: dict[str, A
                                         score.score, detail))
         _count(outcome, score.failure, f"{aspect}: {score.failure}")
     return outcome
+
+
+# --- FACE ----------------------------------------------------------------------------------
+
+
+def _execute_face(run: Run, progress: Progress) -> dict:
+    """FACE on every log: particles per system turn, Eq. 1 scores per aspect and instruction,
+    turn and dialogue means (FACE §2.1–2.2). A server without logprobs fails the run."""
+    ctx = _context(run)
+    progress("load", 0, 1)
+    logs = _read_logs(run.submission)
+    progress("load", 1, 1)
+    aspects = list(run.config.get("aspects") or [])
+    sets = run.config["instructions"]
+
+    def score_log(log: ConversationLog) -> UnitOutcome:
+        return _face_log(ctx, log, aspects, sets)
+
+    try:
+        return _score_units(ctx, logs, score_log, progress)
+    except LogprobsUnavailable as error:
+        raise LLMRunFailed(str(error)) from error
+
+
+def _face_log(ctx: _Context, log: ConversationLog, aspects: Sequence[str],
+              sets: dict) -> UnitOutcome:
+    turns = [(turn.role, turn.text) for turn in log.turns]
+    cluster = log_cluster(log)
+    conversation = face_engine.decompose(ctx.gateway, ctx.config, turns,
+                                         max_reasks=ctx.max_reasks,
+                                         meter=ctx.usage.stage("particles"))
+    outcome = UnitOutcome(log.log_id, cluster, [])
+    for failed in conversation.failures:
+        outcome.failures.append(f"turn {failed.turn_index}: {failed.failure}")
+    particle_scores: dict[tuple[int, int], dict] = defaultdict(dict)
+    for aspect in aspects:
+        spec, texts = FACE_ASPECTS[aspect], sets[aspect]["texts"]
+        result = face_engine.score_conversation(ctx.gateway, ctx.config, conversation, aspect,
+                                                texts, max_reasks=ctx.max_reasks,
+                                                meter=ctx.usage.stage("scores"))
+        for key, scores in result.particles.items():
+            values = [s.value for s in scores]
+            particle_scores[key][aspect] = {
+                "value": statistics.fmean([v for v in values if v is not None])
+                if any(v is not None for v in values) else None,
+                "per_instruction": [s.to_dict() for s in scores]}
+        for turn_index, value in result.units.items():
+            keys = [k for k in result.particles if turn_index is None or k[0] == turn_index]
+            scores = [s for k in keys for s in result.particles[k]]
+            detail = {"particles": len(keys), "instructions": len(texts),
+                      "version": sets[aspect].get("version"),
+                      "instruction_means": face_engine.instruction_means(
+                          {k: result.particles[k] for k in keys}, len(texts)),
+                      "flagged": sum(1 for s in scores if s.flagged)}
+            failure = None
+            if value is None:
+                failure = ("no particles" if not keys else
+                           next((s.failure for s in scores if s.failure), "no usable score"))
+                detail["failure"] = failure
+            if spec.level == FACE_TURN:
+                unit_type, unit_id = "turn", f"{cluster}#{turn_index}"
+            else:
+                unit_type, unit_id = "dialogue", log.log_id
+            outcome.values.append(UnitValue(spec.metric, unit_type, unit_id, cluster, value,
+                                            detail))
+            _count(outcome, failure, f"{aspect} {unit_id}: {failure}")
+    outcome.face_turns = [
+        FaceTurn(run=ctx.run, unit_id=log.log_id, dialogue_id=cluster,
+                 turn_index=d.turn_index, failure=d.failure or "", text=turns[d.turn_index][1],
+                 reply=_reply(turns, d.turn_index),
+                 answer=d.last_answer if d.failure else "", attempts=d.attempts,
+                 particles=[{**p.to_dict(), "scores": particle_scores.get((d.turn_index, n), {})}
+                            for n, p in enumerate(d.particles)])
+        for d in conversation.decompositions]
+    return outcome
+
+
+def _reply(turns: Sequence[tuple[str, str]], index: int) -> str:
+    following = turns[index + 1] if index + 1 < len(turns) else None
+    return following[1] if following is not None and following[0] == "user" else ""

@@ -6,6 +6,9 @@ reads, the unit it scores, its metrics with range and direction, and a hashed co
   Recall@1/5/10 on the session list and the iEvaLM persuasiveness score (0–2).
 - ``trace_judge``: the Trace LLM judge (seed 004, Appendix J; metrics spec §A) on ``turn``
   submissions, unit = recommend/compare turn: five criteria 1–5.
+- ``face``: FACE (seed 001, §2) on ``log`` submissions: per system turn relevance and
+  interestingness, per log understanding, task completion, interest arousal, efficiency and
+  overall impression, each the mean of particle scores read from score distributions (Eq. 1).
 - ``pepper_judge``: the PEPPER qualitative judge (seed 002, §3.3.2; metrics spec §D) on ``log``
   submissions, unit = log: three criteria 1–5.
 
@@ -21,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES
-from evaluation.lib.llm.names import CORE, PEPPER_JUDGE, TRACE_JUDGE
+from evaluation.lib.llm.face.aspects import ASPECTS as FACE_ASPECTS
+from evaluation.lib.llm.names import CORE, FACE, PEPPER_JUDGE, TRACE_JUDGE
 from evaluation.lib.llm.pepper_judge import PEPPER_ASPECTS
 from evaluation.lib.llm.trace_judge import CRITERION_ANCHORS, TRACE_CRITERIA
 from evaluation.lib.metrics.types import ACCURACY, MetricSpec
@@ -99,6 +103,14 @@ EVALUATORS: dict[str, LLMEvaluator] = {
         PEPPER_JUDGE, "1.0.0", "log", "dialogue", "PEPPER qualitative judge",
         tuple(_judge(pepper_metric(a), "dialogue", 1, 5, f"PEPPER {a} (1–5).")
               for a in PEPPER_ASPECTS)),
+    FACE: LLMEvaluator(
+        FACE, "1.0.0", "log", "dialogue",
+        "FACE: particle scores from score distributions",
+        tuple(_judge(a.metric, a.level, a.low, a.high,
+                     f"FACE {a.key.replace('_', ' ')}: {a.question} Mean over the "
+                     f"{'turn' if a.level == 'turn' else 'dialogue'}'s particles and the "
+                     f"instructions of Eq. 1 expectations ({a.low}–{a.high}).")
+              for a in FACE_ASPECTS.values())),
 }
 
 # Where a model is reached and with which credentials: not what it answers, so neither part of

@@ -2,7 +2,9 @@
 
 `--evaluator trace` (the default) runs the Trace metric suite on a `turn` submission; the LLM
 evaluators (docs/llm.md) are `core` (CoRE: twelve factors and a debate, `log` submissions),
-`trace_judge` (Trace LLM judge, `turn`) and `pepper_judge` (PEPPER judge, `log`), each with
+`trace_judge` (Trace LLM judge, `turn`), `pepper_judge` (PEPPER judge, `log`) and `face` (FACE:
+particles scored from score distributions, `log`; `--instructions relevance-v1` uses an optimized
+instruction set from `face_optimize`), each with
 the model given by --model/--api-base/--api-key-env or the CONCORD_LLM_* settings.
 `--submission-id` re-evaluates a stored submission (with the LLM cache, at no cost).
 
@@ -35,7 +37,8 @@ from evaluation.services.submissions import submission_create, system_create
 
 WORKER_TIMEOUT_SECONDS = 6 * 3600
 TRACE = "trace"
-LLM_EVALUATORS = {"core": LOG, "trace_judge": TURN, "pepper_judge": LOG}  # name -> protocol
+LLM_EVALUATORS = {"core": LOG, "trace_judge": TURN, "pepper_judge": LOG,
+                  "face": LOG}  # name -> protocol
 
 
 class Command(BaseCommand):
@@ -51,7 +54,7 @@ class Command(BaseCommand):
                             help="evaluate a stored submission of the benchmark again")
         parser.add_argument("--evaluator", default=TRACE, choices=[TRACE, *LLM_EVALUATORS],
                             help="trace (metrics, turn protocol), core (log), trace_judge "
-                                 "(turn) or pepper_judge (log)")
+                                 "(turn), pepper_judge (log) or face (log)")
         parser.add_argument("--system", help="system name (default: the file's name)")
         parser.add_argument("--split", action="append", dest="splits",
                             help="evaluate this split (repeatable; default: every split the "
@@ -82,6 +85,12 @@ class Command(BaseCommand):
         core.add_argument("--debate-buffer", choices=["all_rounds", "latest_round"],
                           default="all_rounds", help="what later rounds see: every earlier "
                           "round (the seed; the prompt grows linearly) or the latest one only")
+        face = parser.add_argument_group("FACE")
+        face.add_argument("--instructions", action="append", default=[], metavar="VERSION",
+                          help="an optimized instruction set, e.g. relevance-v1 (repeatable, "
+                               "one per aspect; other aspects use the initial instruction)")
+        face.add_argument("--aspect", action="append", dest="aspects", default=[],
+                          help="score only these FACE aspects (repeatable; default: all seven)")
         parser.add_argument("--max-reasks", type=int, default=2,
                             help="re-asks after an unusable LLM answer before it is recorded "
                                  "as a failure")
@@ -149,9 +158,16 @@ class Command(BaseCommand):
                 protocol=protocol)
 
     def _llm_run(self, submission, evaluator: str, model: dict, opts):
+        from evaluation.services.face_optimization import face_instructions_resolve
         from evaluation.services.llm_runs import llm_run_create
 
         try:
+            face = None
+            if evaluator == "face":
+                instructions = face_instructions_resolve(opts["instructions"])
+                face = {"aspects": opts["aspects"] or None, "instructions": instructions}
+            elif opts["instructions"] or opts["aspects"]:
+                raise CommandError("--instructions and --aspect are FACE options")
             return llm_run_create(
                 submission=submission, evaluator=evaluator, model=model,
                 debate_model=(llm_model_options(opts, opts["debate_model"])
@@ -160,7 +176,7 @@ class Command(BaseCommand):
                 human_study=opts["human_study"], debate={"max_rounds": opts["max_rounds"],
                                                  "buffer": opts["debate_buffer"]},
                 use_debate=not opts["no_debate"], max_reasks=opts["max_reasks"],
-                splits=opts["splits"], enqueue=opts["worker"])
+                splits=opts["splits"], enqueue=opts["worker"], face=face)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
 

@@ -1,0 +1,130 @@
+"""FACE's prompts, in our own wording, following the structure of FACE Appendix E.
+
+- the decomposer (E.2.1): the dialogue history, the target system turn and the user's reply,
+  the particle format (dialogue act, mention, user feedback), step-by-step reasoning, then a JSON
+  list;
+- the evaluation prompt: an instruction (the initial one of E.2.4, or an optimized one), the
+  dialogue, the target particle, and the grading scale; the answer ends with `Score: N`, whose
+  token distribution Eq. 1 reads;
+- textual gradient ∇ (E.2.2) and rewriting δ (E.2.3), merged into one call as FACE Appendix C.2
+  does to halve the calls: critique the instruction against the human score, then propose a new
+  instruction of about 50 words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evaluation.lib.llm.face.aspects import FaceAspect
+
+DIALOGUE_ACTS = ("greeting", "preference elicitation", "recommendation", "goodbye", "others")
+SCORE_MARKER = "Score:"
+
+
+def render_history(turns: Sequence[tuple[str, str]]) -> str:
+    labels = {"user": "User", "system": "Assistant"}
+    lines = [f"{labels.get(role, role)}: {text}" for role, text in turns]
+    return "\n".join(lines) if lines else "(the conversation starts here)"
+
+
+def decomposer_messages(history: Sequence[tuple[str, str]], target: str,
+                        user_response: str | None) -> list[dict]:
+    acts = ", ".join(f'"{a}"' for a in DIALOGUE_ACTS)
+    prompt = f"""Dialogue history:
+{render_history(history)}
+
+Target assistant turn:
+{target}
+
+User's reply to it:
+{user_response if user_response else "(the user did not reply)"}
+
+Break the target assistant turn into conversation particles: the smallest self-contained pieces
+of information or action it contains. Each particle has:
+- "dialogue_act": one of {acts};
+- "mention": the span of the target assistant turn that carries this piece (copied from it);
+- "user_feedback": what the user's reply says about this piece, quoted from the reply, or ""
+  when the reply says nothing about it.
+
+Think step by step before answering:
+1. Say briefly what happened in the history, what the target turn does and how the user reacted.
+2. Count the particles in the target turn.
+3. For each particle, say what the user's reply means for it.
+4. Give the particles as a JSON list of objects with exactly the three keys above, in a
+   ```json code block at the end of your answer."""
+    return [{"role": "user", "content": prompt}]
+
+
+def decomposer_reask(problem: str) -> str:
+    return (f"Your answer could not be used: {problem}. Give the particles again as a JSON list "
+            'of objects with the keys "dialogue_act", "mention" and "user_feedback", in a '
+            "```json code block.")
+
+
+def initial_instruction(aspect: FaceAspect) -> str:
+    """The seed instruction I of Algorithm 1 (FACE Appendix E.2.4), for one aspect."""
+    return (f"Task description: given the dialogue, judge the target particle for "
+            f"{aspect.key.replace('_', ' ')}: {aspect.question}\n"
+            "Step-by-step instructions:\n"
+            "Step 1: Read the dialogue history, the target particle and the user's feedback. "
+            "What does the particle convey?\n"
+            "Step 2: Read the grading scale. What does each grade mean here?\n"
+            "Step 3: Judge the particle. Which grade fits it best?")
+
+
+def scoring_messages(instruction: str, aspect: FaceAspect, history: Sequence[tuple[str, str]],
+                     act: str, mention: str, feedback: str) -> list[dict]:
+    prompt = f"""{instruction}
+
+Dialogue history:
+{render_history(history)}
+
+Target particle:
+- dialogue act: {act}
+- mention: {mention}
+- user feedback: {feedback if feedback else "(none)"}
+
+Aspect: {aspect.key.replace('_', ' ')} ({aspect.question})
+Grades: whole numbers from {aspect.low} (worst) to {aspect.high} (best).
+
+Reason briefly, then end your answer with one line "{SCORE_MARKER} N" where N is the grade."""
+    return [{"role": "user", "content": prompt}]
+
+
+def gradient_rewrite_messages(instruction: str, aspect: FaceAspect,
+                              history: Sequence[tuple[str, str]], act: str, mention: str,
+                              feedback: str, predicted: float, gold: float,
+                              gradients: int) -> list[dict]:
+    """∇ and δ in one call (FACE Appendix C.2): GRADIENTS critiques, each with its rewrite."""
+    level = "turn" if aspect.level == "turn" else "dialogue"
+    prompt = f"""You improve evaluation instructions for an automatic judge of recommendation
+conversations. The judge scores one conversation particle at a time for
+{aspect.key.replace('_', ' ')} ({aspect.question}), grades {aspect.low}–{aspect.high}.
+
+Original instructions:
+<instructions>
+{instruction}
+</instructions>
+
+Dialogue history:
+{render_history(history)}
+
+Particle: dialogue act "{act}", mention "{mention}", user feedback "{feedback or '(none)'}".
+Predicted particle score: {predicted:.2f}
+Human score of the whole {level} that contains the particle: {gold:g}
+
+Examine the original instructions, the predicted particle score and the human {level} score:
+- Given the human score, is the predicted particle score reasonable?
+- Do the instructions say how to use the particle's information correctly?
+- Should the instructions be edited, and how?
+
+Then propose new instructions of about 50 words that fix what you found:
+- the dialogue will differ next time, so the instructions must be general;
+- the task is to evaluate a particle, not a whole turn or dialogue: say how to use the particle;
+- give a "Task description" and explicit "Step 1", "Step 2", … instructions, each with a
+  checklist question ("Does the particle …?" or "Is this particle …?").
+
+Give {gradients} different critique(s), each followed by its new instructions, in this form:
+<feedback>the critique</feedback>
+<instructions>the new instructions</instructions>"""
+    return [{"role": "user", "content": prompt}]
