@@ -44,7 +44,7 @@ def benchmark_create_from_bundle(*, bundle: Bundle, replace: bool = False, owner
                                        f"benchmark {meta['slug']!r} already exists "
                                        "(use --replace to overwrite it)")])
     if existing:
-        existing.delete()
+        benchmark_delete(benchmark=existing)
     benchmark = Benchmark.objects.create(
         slug=meta["slug"], owner=owner,
         **{key: meta.get(key, "") for key in BENCHMARK_FIELDS},
@@ -55,6 +55,24 @@ def benchmark_create_from_bundle(*, bundle: Bundle, replace: bool = False, owner
     progress("reviews", len(reviews), len(reviews))
     _create_dialogues(benchmark, bundle.dialogues, items, reviews, progress)
     return benchmark
+
+
+def benchmark_delete(*, benchmark: Benchmark) -> None:
+    """Delete a benchmark and everything in it, whatever its size.
+
+    Through the ORM alone, deleting a 10,000-dialogue benchmark fails: the cascade collects the
+    primary keys of its 50,000 turns and their links into statements with more than 65,535
+    parameters (PostgreSQL's limit). The turn-level tables, which only this app references, go
+    first with one DELETE each (a subquery on the benchmark, no signals: they have none); the
+    ORM's cascade then handles the rest, which other apps may reference.
+    """
+    with transaction.atomic():
+        turns = Turn.objects.filter(dialogue__benchmark=benchmark)
+        for queryset in (Citation.objects.filter(turn__in=turns),
+                         TurnItem.objects.filter(turn__in=turns), turns,
+                         DialogueItem.objects.filter(dialogue__benchmark=benchmark)):
+            queryset._raw_delete(queryset.db)
+        benchmark.delete()
 
 
 def _create_items(benchmark, records) -> dict[str, int]:

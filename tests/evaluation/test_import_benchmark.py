@@ -237,3 +237,21 @@ def test_demo_benchmark_round_trips_exactly(tmp_path):
     call_command("export_benchmark", "demo-tourism", str(tmp_path / "out"), stdout=io.StringIO())
     for name in ("benchmark.json", "items.jsonl", "reviews.jsonl", "dialogues.jsonl"):
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "demo" / name).read_bytes()
+
+
+@pytest.mark.django_db
+def test_deleting_a_benchmark_removes_its_turns_links_and_citations(tiny_bundle_dir):
+    from evaluation.models import TurnItem
+    from evaluation.services.benchmarks import benchmark_delete
+
+    call_command("import_benchmark", str(tiny_bundle_dir), "--no-progress")
+    other = tiny_data()
+    other["benchmark"]["slug"] = "tiny-kept"
+    write_tiny(tiny_bundle_dir.parent / "kept", other)
+    call_command("import_benchmark", str(tiny_bundle_dir.parent / "kept"), "--no-progress")
+    kept = {model: model.objects.count() // 2 for model in
+            (Item, Review, Dialogue, DialogueItem, Turn, TurnItem, Citation)}
+    benchmark_delete(benchmark=Benchmark.objects.get(slug="tiny"))
+    assert list(Benchmark.objects.values_list("slug", flat=True)) == ["tiny-kept"]
+    for model, count in kept.items():  # the other benchmark keeps all of its rows
+        assert model.objects.count() == count > 0, model.__name__

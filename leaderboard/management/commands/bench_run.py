@@ -29,6 +29,7 @@ from evaluation.lib.formats.bundle import Bundle, write_bundle
 from evaluation.lib.formats.submission import write_turn_submission
 from evaluation.lib.rankers import generate_submission
 from evaluation.models import Benchmark, Job, Run, System
+from evaluation.services.benchmarks import benchmark_delete
 from evaluation.services.runs import run_create
 from evaluation.services.submissions import submission_create, system_create
 from leaderboard.models import RankSnapshot
@@ -222,6 +223,6 @@ class Command(BaseCommand):
         runs = Run.objects.filter(submission__benchmark=benchmark)
         job_ids = list(runs.values_list("job_id", flat=True))
         system_ids = list(benchmark.submissions.values_list("system_id", flat=True))
-        benchmark.delete()
+        benchmark_delete(benchmark=benchmark)
         Job.objects.filter(pk__in=job_ids).delete()
         System.objects.filter(pk__in=system_ids).delete()
