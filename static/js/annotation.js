@@ -135,7 +135,19 @@
     const target = event.target;
     if (event.key === "Enter") {
       if (target.matches && target.matches("button, a, summary")) return;
-      if (target.tagName === "TEXTAREA" && !event.ctrlKey) return;
+      if (target.matches && target.matches(".review-text")) {
+        // Enter in a review adds the selected passage as a quote (keyboard quoting)
+        event.preventDefault();
+        const add = target.closest(".review-block").querySelector(".add-quote");
+        if (add) add.click();
+        return;
+      }
+      if (isTyping(target) && !event.ctrlKey) {
+        // Enter in a one-line box (flag reason, a number) must not submit the whole item;
+        // in a text area it starts a new line. Ctrl+Enter submits from anywhere.
+        if (target.tagName !== "TEXTAREA") event.preventDefault();
+        return;
+      }
       event.preventDefault();
       form.requestSubmit();
       return;
@@ -237,6 +249,22 @@
     while (end > start && /\s/.test(full[end - 1])) end -= 1;
     return end > start ? { start, end, text: full.slice(start, end) } : null;
   }
+
+  // Review text takes keyboard focus and a caret, so a keyboard user selects a passage with
+  // Shift and the arrow keys (then Enter or "+ Add quote"); it stays read-only: every edit is
+  // refused before it happens.
+  form.querySelectorAll(".review-text").forEach((paragraph) => {
+    paragraph.contentEditable = "true";
+    paragraph.spellcheck = false;
+    paragraph.tabIndex = 0;
+    paragraph.setAttribute("role", "textbox");
+    paragraph.setAttribute("aria-readonly", "true");
+    paragraph.setAttribute("aria-multiline", "true");
+    paragraph.setAttribute("aria-label", "Review " + paragraph.dataset.reviewId +
+      ": select a passage with Shift and the arrow keys, then press Enter to quote it");
+    ["beforeinput", "paste", "drop", "cut"].forEach((type) =>
+      paragraph.addEventListener(type, (event) => event.preventDefault()));
+  });
 
   form.querySelectorAll(".add-quote").forEach((button) => button.addEventListener("click", () => {
     const block = button.closest(".review-block");
