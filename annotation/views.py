@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import exports, report_selectors, selectors
+from annotation import exports, face_selectors, report_selectors, selectors
 from annotation.lib import reports
 from annotation.lib.rendering import render_markdown
 from annotation.services import annotations, handout, members, studies, study_exports
@@ -437,3 +437,86 @@ def metric_board_download(request, slug, fmt):
         raise Http404("This study has no numeric field.")
     return _download(exports.render(board, [exports.metric_board_table(board)], fmt), fmt,
                      f"{study.slug}-metric-leaderboard-{board['aspect']}")
+
+
+# --- FACE trained on the study's labels ----------------------------------------------------
+
+
+@login_required
+@require_GET
+def study_face(request, slug):
+    """The study's FACE instruction optimizations and the forms to start one or to evaluate."""
+    study = get_study_for_user(request.user, slug, write=True)
+    jobs_fail_stale()
+    return render(request, "annotation/study_face.html", {
+        "study": study, "aspects": face_selectors.trainable_aspects(study=study),
+        "optimizations": face_selectors.study_face_optimizations(study=study),
+        "defaults": FACE_DEFAULTS})
+
+
+FACE_DEFAULTS = {"iterations": 3, "beam": 2, "candidates": 4, "gradients": 2, "seed": 0}
+
+
+@login_required
+@require_POST
+def study_face_optimize(request, slug):
+    """Queue FACE instruction optimization of one aspect on the study's labels."""
+    study = get_study_for_user(request.user, slug, write=True)
+    from evaluation.lib.llm.gateway import LLMConfigurationError
+    from evaluation.services.face_optimization import (
+        FaceOptimizationError,
+        face_optimization_create,
+    )
+    from evaluation.services.llm_runs import model_options
+
+    try:
+        params = {name: int(request.POST.get(name, default))
+                  for name, default in FACE_DEFAULTS.items()}
+        optimization = face_optimization_create(
+            study=study.slug, aspect=request.POST.get("aspect", ""), model=model_options(),
+            user=request.user, **params)
+    except (ValueError, FaceOptimizationError, LLMConfigurationError) as exc:
+        messages.error(request, f"FACE optimization not started: {exc}")
+        return redirect("annotation:study_face", slug=study.slug)
+    messages.success(request, f"FACE {optimization.name} queued.")
+    return redirect("job_detail", job_id=optimization.job_id)
+
+
+@login_required
+@require_POST
+def study_face_evaluate(request, slug):
+    """Queue FACE runs with an instruction version on every log submission of the benchmark."""
+    study = get_study_for_user(request.user, slug, write=True)
+    from evaluation.lib.llm.gateway import LLMConfigurationError
+    from evaluation.services.face_optimization import FaceOptimizationError, face_runs_create
+    from evaluation.services.llm_runs import model_options
+
+    version = request.POST.get("version", "")
+    try:
+        runs = face_runs_create(benchmark=study.benchmark, versions=[version],
+                                model=model_options(), user=request.user)
+    except (ValueError, FaceOptimizationError, LLMConfigurationError) as exc:
+        messages.error(request, f"FACE evaluation not started: {exc}")
+    else:
+        messages.success(request, f"{len(runs)} FACE run{'s' if len(runs) != 1 else ''} queued "
+                                  f"with {version}; their results join the report when done.")
+    return redirect("annotation:study_face", slug=study.slug)
+
+
+@login_required
+@require_POST
+def study_face_resume(request, slug, optimization_id):
+    """Continue a stopped optimization after its last finished iteration."""
+    study = get_study_for_user(request.user, slug, write=True)
+    from evaluation.models import FaceOptimization
+    from evaluation.services.face_optimization import face_optimization_restart
+
+    optimization = FaceOptimization.objects.filter(
+        pk=optimization_id, study_slug=study.slug, benchmark=study.benchmark).first()
+    if optimization is None:
+        raise Http404("No such FACE optimization.")
+    if optimization.job is not None and not optimization.job.is_finished:
+        messages.error(request, f"FACE {optimization.name} is still running.")
+        return redirect("annotation:study_face", slug=study.slug)
+    job = face_optimization_restart(optimization=optimization, user=request.user)
+    return redirect("job_detail", job_id=job.pk)

@@ -41,9 +41,9 @@ from evaluation.lib.llm.face.prompts import gradient_rewrite_messages, initial_i
 from evaluation.lib.llm.face.scoring import ParticleScore, face_score, score_particle
 from evaluation.lib.llm.gateway import LLMCallError
 from evaluation.lib.progress import Progress, no_progress
-from evaluation.models import Benchmark, FaceInstruction, FaceOptimization, Job
+from evaluation.models import Benchmark, FaceInstruction, FaceOptimization, Job, Run, Submission
 from evaluation.services.jobs import job_begin, job_create, job_finish, job_progress
-from evaluation.services.llm_runs import RunUsage, llm_gateway, model_config
+from evaluation.services.llm_runs import RunUsage, llm_gateway, llm_run_create, model_config
 
 logger = logging.getLogger(__name__)
 
@@ -385,3 +385,17 @@ def face_optimization_find(name: str) -> FaceOptimization:
         raise FaceOptimizationError(f"no FACE instruction version {name!r} (names look like "
                                     "relevance-v1; `manage.py face_optimize` makes them)")
     return found
+
+
+def face_runs_create(*, benchmark: Benchmark, versions: Sequence[str], model: dict, user=None,
+                     aspects: Sequence[str] = ()) -> list[Run]:
+    """Queued FACE runs, with the instruction VERSIONS, of every `log` submission on
+    BENCHMARK (a study author's "evaluate with FACE"); all or none are created."""
+    face = {"aspects": list(aspects) or None, "instructions": face_instructions_resolve(versions)}
+    submissions = list(Submission.objects.filter(benchmark=benchmark, protocol="log")
+                       .order_by("pk"))
+    if not submissions:
+        raise FaceOptimizationError(f"{benchmark.slug} has no log submission to evaluate")
+    with transaction.atomic():
+        return [llm_run_create(submission=submission, evaluator="face", model=model, user=user,
+                               face=face) for submission in submissions]

@@ -171,6 +171,12 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     assert particle["mention"] in page and "face:train" in page
     assert f'id="turn-{turns[0].unit_id}-1"' in page
 
+    # The study's FACE page lists every instruction version with its parent and gradient.
+    face_page = client.get(f"/studies/{study.slug}/face/").content.decode()
+    assert "relevance-v1" in face_page and "selected" in face_page
+    assert f'href="#instruction-{seed.pk}"' in face_page and "The grade ignores" in face_page
+    assert "Evaluate the benchmark" in face_page
+
     # A re-run is free: every answer comes from the cache.
     before = server.request_count
     call_command("evaluate", benchmark=study.benchmark.slug, submission_id=run.submission_id,
@@ -226,3 +232,27 @@ def test_bad_requests_get_clear_errors(study, llm_server):
                      submission_id=Submission.objects.first().pk, instructions=["relevance-v9"],
                      **llm_options(server))
     assert not FaceOptimization.objects.exists()
+
+
+def test_the_study_page_starts_an_optimization_for_its_author_only(study, client, staff,
+                                                                     outsider, settings):
+    settings.LLM_MODEL = "openai/scripted-face-page"
+    client.force_login(outsider)
+    assert client.get(f"/studies/{study.slug}/face/").status_code == 404
+    assert client.post(f"/studies/{study.slug}/face/optimize/",
+                       {"aspect": "relevance"}).status_code == 404
+    client.force_login(staff)
+    page = client.get(f"/studies/{study.slug}/face/").content.decode()
+    assert '<option value="relevance">' in page and '<option value="overall">' in page
+    refused = client.post(f"/studies/{study.slug}/face/optimize/",
+                          {"aspect": "relevance", "beam": 4, "candidates": 2}, follow=True)
+    assert "at least the beam width" in refused.content.decode()
+    assert not FaceOptimization.objects.exists()
+    response = client.post(f"/studies/{study.slug}/face/optimize/",
+                           {"aspect": "overall", "iterations": 1, "beam": 1, "candidates": 2,
+                            "gradients": 1, "seed": 5})
+    optimization = FaceOptimization.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{optimization.job_id}/"
+    assert optimization.name == "overall-v1" and optimization.label_field == "dialogue_overall"
+    assert optimization.params["seed"] == 5 and optimization.job.created_by == staff
+    assert optimization.model["model"] == "openai/scripted-face-page"
