@@ -78,6 +78,10 @@ TESTING = DJANGO_ENV == "test"
 
 VAR_DIR = Path(env_str("CONCORD_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+# Public human-labelled data sets, as published (docs/formats.md §4). They are never copied into
+# the repository: `load_demo` reads AB-ReDial from here when the folder is present.
+PUBLIC_DATA_DIR = Path(env_str("CONCORD_PUBLIC_DATA_DIR",
+                               str(BASE_DIR.parent / "shared" / "data" / "public")))
 
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:

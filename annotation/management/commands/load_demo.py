@@ -1,5 +1,6 @@
 """Load the demo: the generated tourism benchmark, its reference baselines evaluated, one
-account per role and the demo annotation study (idempotent)."""
+account per role, the demo annotation study and, when the public data folder is there, a study
+of real human labels (AB-ReDial, MIT licence) whose report shows real numbers (idempotent)."""
 
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.imports import public_dataset_import
 from annotation.services.demo import demo_study_create
 from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from evaluation.models import Benchmark
@@ -16,6 +18,8 @@ from evaluation.services.reference_baselines import baselines_ensure
 
 DEMO_SLUG = "demo-tourism"
 DEMO_PASSWORD = "concord-demo"
+PUBLIC_STUDY = "ab_redial"  # the public data set's importer name and folder
+PUBLIC_BENCHMARK = "ab-redial"
 DEMO_ACCOUNTS = (
     # username, groups, is_staff
     ("staff", (), True),
@@ -45,6 +49,7 @@ class Command(BaseCommand):
         accounts = self._accounts()
         self._baselines()
         self._study()
+        self._public_study()
         # Last, so that `make run` leaves the logins on screen above the server's output.
         self.stdout.write(accounts)
 
@@ -76,6 +81,27 @@ class Command(BaseCommand):
             figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
                                 ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
             self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+
+    def _public_study(self):
+        """AB-ReDial's human labels, read from the public data folder beside the clone (never
+        shipped in the repository): the agreement report has real numbers from the start."""
+        folder = Path(settings.PUBLIC_DATA_DIR) / PUBLIC_STUDY
+        if Benchmark.objects.filter(slug=PUBLIC_BENCHMARK).exists():
+            self.stdout.write(f"Public study {PUBLIC_STUDY}: already loaded.")
+            return
+        if not folder.is_dir():
+            self.stdout.write(
+                f"Public study {PUBLIC_STUDY}: skipped, no folder {folder} (set "
+                "CONCORD_PUBLIC_DATA_DIR to the folder holding ab_redial/ to load real human "
+                "labels; docs/operations.md)")
+            return
+        self.stdout.write(f"Public study {PUBLIC_STUDY}: importing real human labels from "
+                          f"{folder} …")
+        author = get_user_model().objects.get(username="author")
+        _, study, summary = public_dataset_import(name=PUBLIC_STUDY, path=folder, author=author)
+        self.stdout.write(f"Public study {PUBLIC_STUDY}: {summary['labels']} labels from "
+                          f"{summary['annotators']} annotators; report at "
+                          f"/studies/{study.slug}/report/")
 
     def _study(self):
         User = get_user_model()
