@@ -10,19 +10,25 @@ PORT ?= 8000
 .PHONY: run test install lint worker web migrate demo browser clean
 
 $(INSTALLED): pyproject.toml
+	@echo "[1/3] Creating the virtual environment in $(VENV) …"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	@echo "[2/3] Installing torch, CPU build (a large download, a few minutes on a slow line) …"
 	# The CPU build of torch first, so that nothing later pulls the CUDA packages.
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet ".[test]"
+	$(PY) -m pip install --quiet --progress-bar off torch==2.13.0
+	@echo "[3/3] Installing Concord and its dependencies …"
+	$(PY) -m pip install --quiet --progress-bar off ".[test]"
 	touch $(INSTALLED)
+	@echo "Installed."
 
 install: $(INSTALLED)
 
 migrate: install
+	@echo "Preparing the database …"
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
+	@echo "Loading the demo (benchmark, evaluated baselines, studies, accounts) …"
 	$(PY) manage.py load_demo
 
 ## run: install, migrate, load the demo, and serve web + worker on http://$(HOST):$(PORT)

@@ -1,5 +1,6 @@
 """Shared glue for management commands: progress bars and format errors on stderr."""
 
+import time
 from contextlib import contextmanager
 
 from django.core.management.base import CommandError
@@ -9,21 +10,47 @@ from evaluation.lib.formats.errors import FormatError
 
 
 class ProgressBars:
-    """A `progress(stage, done, total)` callback drawing one tqdm bar per stage."""
+    """A `progress(stage, done, total)` callback: one tqdm bar per stage on a terminal; plain
+    lines elsewhere (a log file, `make run` piped to a file), since a bar redrawn with escape
+    codes is unreadable there: the stage's start, every tenth of the way or every 10 seconds,
+    and its end."""
+
+    PLAIN_EVERY_SECONDS = 10.0
 
     def __init__(self, stream, enabled: bool = True):
         self.stream = stream
         self.enabled = enabled
         self.bars: dict[str, tqdm] = {}
+        isatty = getattr(stream, "isatty", None)
+        self.plain = not (isatty and isatty())
+        self.shown: dict[str, tuple[int, float]] = {}  # stage -> (tenths shown, at)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if not self.enabled:
+            return
+        if self.plain:
+            self._line(stage, done, total)
             return
         bar = self.bars.get(stage)
         if bar is None:
             bar = self.bars[stage] = tqdm(total=total, desc=stage, unit="", file=self.stream,
                                           leave=True, dynamic_ncols=True)
         bar.update(done - bar.n)
+
+    def _line(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        tenths = 10 * done // total if total else 0
+        last = self.shown.get(stage)
+        finished = total and done >= total
+        if last is not None and not finished and tenths <= last[0] \
+                and now - last[1] < self.PLAIN_EVERY_SECONDS:
+            return
+        if last is not None and finished and last[0] >= 10:
+            return
+        self.shown[stage] = (tenths, now)
+        share = f" ({100 * done // total}%)" if total else ""
+        self.stream.write(f"  {stage}: {done}/{total}{share}{' done' if finished else ''}\n")
+        self.stream.flush()
 
     def close(self) -> None:
         for bar in self.bars.values():

@@ -2,6 +2,7 @@
 account per role, the demo annotation study and, when the public data folder is there, a study
 of real human labels (AB-ReDial, MIT licence) whose report shows real numbers (idempotent)."""
 
+import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -13,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.imports import public_dataset_import
 from annotation.services.demo import demo_study_create
 from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
+from evaluation.cli import ProgressBars
 from evaluation.models import Benchmark
 from evaluation.services.reference_baselines import baselines_ensure
 
@@ -71,7 +73,11 @@ class Command(BaseCommand):
         """Every reference baseline answers the demo and is evaluated by the non-LLM Trace suite
         (in this process; skipped for baselines that already have a finished run)."""
         benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
-        for name, run, created in baselines_ensure(benchmark=benchmark):
+        self.stdout.write("Reference baselines: answering the demo and evaluating each one "
+                          "(about a minute on a laptop) …")
+        # tqdm bars on a terminal (it needs the raw stream), plain lines in a log
+        bars = ProgressBars(sys.stdout if self.stdout.isatty() else self.stdout)
+        for name, run, created in baselines_ensure(benchmark=benchmark, progress=bars):
             if run is None:
                 self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
                 continue
