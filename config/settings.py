@@ -300,6 +300,9 @@ LLM_MAX_CONCURRENCY = env_int("CONCORD_LLM_MAX_CONCURRENCY", 4)  # per process
 LLM_MAX_RETRIES = env_int("CONCORD_LLM_MAX_RETRIES", 4)
 LLM_BACKOFF_SECONDS = env_float("CONCORD_LLM_BACKOFF_SECONDS", 1.0)
 LLM_TIMEOUT_SECONDS = env_float("CONCORD_LLM_TIMEOUT_SECONDS", 120.0)
+# An LLM run stops when its first N units all failed (a wrong model or prompt format fails
+# every unit; retrying each would spend minutes for nothing). 0: never stop early.
+LLM_STOP_AFTER_FAILED_UNITS = env_int("CONCORD_LLM_STOP_AFTER_FAILED_UNITS", 3)
 if LLM_MAX_CONCURRENCY < 1 or LLM_MAX_RETRIES < 0 or LLM_BACKOFF_SECONDS < 0:
     raise ImproperlyConfigured("CONCORD_LLM_MAX_CONCURRENCY must be at least 1, "
                                "CONCORD_LLM_MAX_RETRIES and CONCORD_LLM_BACKOFF_SECONDS at least 0")

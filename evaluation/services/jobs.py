@@ -13,6 +13,12 @@ from django.utils import timezone
 from evaluation.models import Job
 
 STALE_AFTER = timedelta(minutes=10)
+
+
+class ExpectedFailure(RuntimeError):
+    """A job that failed for a reason its message says in full (an unreachable server, answers
+    that never parsed): recorded without a traceback, which would only bury the reason."""
+
 MAX_ATTEMPTS = 3
 
 

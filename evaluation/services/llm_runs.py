@@ -16,6 +16,7 @@ import statistics
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -59,7 +60,7 @@ from evaluation.lib.runconfig import BOOTSTRAP
 from evaluation.models import DebateTurn, FaceTurn, Job, Run, UnitScore
 from evaluation.response_cache import DatabaseResponseCache
 from evaluation.selectors.benchmarks import benchmark_bundle, submission_splits
-from evaluation.services.jobs import job_create
+from evaluation.services.jobs import ExpectedFailure, job_create
 from evaluation.services.results import summaries_upsert
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ LOCAL_SERVER_KEY = "no-key-needed"
 UNITS_PER_CHUNK = 10
 
 
-class LLMRunFailed(RuntimeError):
+class LLMRunFailed(ExpectedFailure):
     """Not one usable answer: the model is unreachable, refused every call or never parsed."""
 
 
@@ -156,10 +157,25 @@ def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = N
                    judges: Sequence[dict] = (), human_study: str | None = None,
                    debate: dict | None = None, use_debate: bool = True,
                    max_reasks: int = 2, splits: Sequence[str] = (), domain: str = "",
-                   face: dict | None = None) -> dict:
-    """The plain-JSON configuration of an LLM run; `llm_config_hash` identifies it."""
+                   face: dict | None = None, limit: int | None = None,
+                   dialogues: Sequence[str] = (), stop_after: int | None = None) -> dict:
+    """The plain-JSON configuration of an LLM run; `llm_config_hash` identifies it.
+
+    LIMIT and DIALOGUES restrict a run to its first LIMIT units and/or the units of the named
+    dialogues (a cheap trial); STOP_AFTER overrides CONCORD_LLM_STOP_AFTER_FAILED_UNITS.
+    """
     config = {"evaluator": evaluator, "model": dict(model), "max_reasks": max_reasks,
               "splits": sorted(splits), "bootstrap": dict(BOOTSTRAP)}
+    if limit is not None:
+        if limit < 1:
+            raise ValueError("--limit must be at least 1")
+        config["limit"] = int(limit)
+    if dialogues:
+        config["dialogues"] = sorted(set(dialogues))
+    if stop_after is not None:
+        if stop_after < 0:
+            raise ValueError("--stop-after must be 0 (never) or more")
+        config["stop_after"] = int(stop_after)
     if evaluator == CORE:
         candidates = _unique_models([model, *judges])
         config.update({
@@ -210,7 +226,8 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
                    human_study: str | None = None, debate: dict | None = None,
                    use_debate: bool = True, max_reasks: int = 2,
                    splits: Sequence[str] | None = None, enqueue: bool = True,
-                   face: dict | None = None) -> Run:
+                   face: dict | None = None, limit: int | None = None,
+                   dialogues: Sequence[str] = (), stop_after: int | None = None) -> Run:
     """A queued run of LLM EVALUATOR on SUBMISSION; its task is sent when the transaction
     commits (`enqueue`), otherwise the caller runs `run_process` itself.
 
@@ -233,7 +250,8 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
     config = llm_run_config(evaluator=evaluator, model=model, debate_model=debate_model,
                             judges=judges, human_study=human_study, debate=debate,
                             use_debate=use_debate, max_reasks=max_reasks, splits=splits or (),
-                            domain=benchmark.domain, face=face)
+                            domain=benchmark.domain, face=face, limit=limit,
+                            dialogues=dialogues, stop_after=stop_after)
     with transaction.atomic():
         job = job_create(kind=Job.Kind.EVALUATION, user=user,
                          params={"submission": submission.pk, "evaluator": evaluator},
@@ -301,16 +319,52 @@ def _context(run: Run) -> _Context:
                     max_reasks=int(run.config.get("max_reasks", 2)))
 
 
+def _unit_cluster(unit) -> str:
+    """The dialogue of a unit: a log's, or a judged turn's (unit id, cluster, turn)."""
+    return unit[1] if isinstance(unit, tuple) else log_cluster(unit)
+
+
+def _selected(config: dict, units: Sequence) -> list:
+    """The units a trial run scores: those of `dialogues`, then the first `limit`."""
+    chosen = list(units)
+    if config.get("dialogues"):
+        wanted = set(config["dialogues"])
+        chosen = [unit for unit in chosen if _unit_cluster(unit) in wanted]
+        if not chosen:
+            raise LLMRunFailed(f"none of the dialogues {', '.join(sorted(wanted))} is in the "
+                               "submission")
+    if config.get("limit"):
+        chosen = chosen[:int(config["limit"])]
+    return chosen
+
+
 def _score_units(ctx: _Context, units: Sequence, score_unit: Callable[[object], UnitOutcome],
                  progress: Progress) -> dict:
-    """Score units chunk by chunk (concurrently within a chunk), storing each chunk."""
+    """Score units chunk by chunk (concurrently within a chunk, progress per finished unit),
+    storing each chunk. When the first `stop_after` units all fail, the run stops there."""
     run, spec = ctx.run, EVALUATORS[ctx.run.evaluator]
+    units = _selected(run.config, units)
+    stop_after = int(run.config.get("stop_after", settings.LLM_STOP_AFTER_FAILED_UNITS))
     collected: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     failures: dict[str, str] = {}
     usable = 0
+    done = 0
     progress("score", 0, len(units))
-    for start in range(0, len(units), UNITS_PER_CHUNK):
-        outcomes = ctx.gateway.map(score_unit, list(units[start:start + UNITS_PER_CHUNK]))
+    # The first chunk is the first `stop_after` units, so a hopeless run stops after them.
+    bounds = [0, *range(min(stop_after, UNITS_PER_CHUNK) or UNITS_PER_CHUNK, len(units),
+                        UNITS_PER_CHUNK), len(units)]
+    for first, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        if start >= end:
+            continue
+        chunk = list(units[start:end])
+        outcomes: list[UnitOutcome | None] = [None] * len(chunk)
+        with ThreadPoolExecutor(max_workers=min(ctx.gateway.max_concurrency,
+                                                len(chunk))) as pool:
+            futures = {pool.submit(score_unit, unit): n for n, unit in enumerate(chunk)}
+            for future in as_completed(futures):
+                outcomes[futures[future]] = future.result()
+                done += 1
+                progress("score", done, len(units))
         _store(run, outcomes)
         for outcome in outcomes:
             usable += outcome.usable
@@ -321,14 +375,19 @@ def _score_units(ctx: _Context, units: Sequence, score_unit: Callable[[object], 
                     collected[value.metric][0].append(value.value)
                     collected[value.metric][1].append(value.dialogue_id)
         _save_usage(ctx, units=len(units))
-        progress("score", min(start + UNITS_PER_CHUNK, len(units)), len(units))
+        if first == 0 and stop_after and len(units) > end and not usable and \
+                len(failures) >= len(chunk):
+            raise LLMRunFailed(
+                f"stopped early: the first {len(chunk)} units all failed, so the other "
+                f"{len(units) - end} were not tried (first failure: "
+                f"{next(iter(failures.values()))}); --stop-after 0 scores every unit anyway")
     unavailable = _unavailable(run.evaluator, collected)
     summaries_upsert(run, spec.metrics, collected, unavailable, progress)
     Run.objects.filter(pk=run.pk).update(unavailable=unavailable)
     if units and not usable:
-        first = next(iter(failures.values()), "no answer")
+        first_failure = next(iter(failures.values()), "no answer")
         raise LLMRunFailed(f"no usable LLM answer on any of the {len(units)} units (first "
-                           f"failure: {first})")
+                           f"failure: {first_failure})")
     return {"units": len(units), "failed_units": len(failures),
             "failures": dict(list(failures.items())[:20]), "usage": run.usage}
 

@@ -37,6 +37,7 @@ from evaluation.selectors.run_chunks import (
     run_dialogues,
 )
 from evaluation.services.jobs import (
+    ExpectedFailure,
     job_begin,
     job_create,
     job_finish,
@@ -120,7 +121,10 @@ def _run_failed(run: Run, exc: Exception) -> None:
     if isinstance(exc, FormatError):
         job_finish(run.job_id, error=f"The stored submission is not readable: {exc}")
         return
-    logger.error("evaluation run %s failed", run.pk, exc_info=exc)
+    if isinstance(exc, ExpectedFailure):
+        logger.warning("evaluation run %s failed: %s", run.pk, exc)
+    else:
+        logger.error("evaluation run %s failed", run.pk, exc_info=exc)
     job_finish(run.job_id, error=f"{type(exc).__name__}: {exc}")
 
 

@@ -256,3 +256,70 @@ def test_the_study_page_starts_an_optimization_for_its_author_only(study, client
     assert optimization.name == "overall-v1" and optimization.label_field == "dialogue_overall"
     assert optimization.params["seed"] == 5 and optimization.job.created_by == staff
     assert optimization.model["model"] == "openai/scripted-face-page"
+
+
+def garbage_decomposer(request: RecordedRequest):
+    if "Break the target assistant turn" in request.prompt_text:
+        return "I would rather not."
+    return face_script()(request)
+
+
+def test_a_hopeless_run_stops_after_its_first_units(study, llm_server):
+    server = llm_server(garbage_decomposer)
+    submission = Submission.objects.filter(benchmark=study.benchmark).order_by("pk").first()
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", benchmark=study.benchmark.slug, submission_id=submission.pk,
+                     evaluator="face", aspects=["relevance"], stop_after=2, max_reasks=0,
+                     no_progress=True, stdout=io.StringIO(), stderr=io.StringIO(),
+                     **llm_options(server, "openai/scripted-face-garbage"))
+    message = str(raised.value)
+    assert "stopped early: the first 2 units all failed, so the other 2 were not tried" \
+        in message and "no JSON list found" in message
+    assert "LLM usage" in message and "Traceback" not in message
+    run = Run.objects.get()
+    # Two logs of two assistant turns, one answer each: nothing more was asked.
+    assert server.request_count == 4
+    assert FaceTurn.objects.filter(run=run).values("unit_id").distinct().count() == 2
+    assert all(t.failure and t.answer == "I would rather not."
+               for t in FaceTurn.objects.filter(run=run))
+
+
+def test_a_trial_on_a_few_units_with_progress_per_unit(study, llm_server):
+    from evaluation.services.llm_runs import llm_run_create
+    from evaluation.services.runs import run_process
+
+    server = llm_server(face_script())
+    submission = Submission.objects.filter(benchmark=study.benchmark).order_by("pk").first()
+    options = llm_options(server, "openai/scripted-face-trial")
+    model = {**options, "api_key_env": None, "temperature": 0.0, "max_tokens": None}
+    run = llm_run_create(submission=submission, evaluator="face", model=model, limit=3,
+                         enqueue=False, face={"aspects": ["overall"]})
+    seen = []
+    run_process(job_id=run.job_id, progress=lambda stage, done, total: seen.append(
+        (stage, done, total)))
+    run.refresh_from_db()
+    assert run.job.status == Job.Status.SUCCEEDED, run.job.error
+    assert [s for s in seen if s[0] == "score"] == [("score", n, 3) for n in range(4)]
+    assert run.unit_scores.filter(metric="face.overall").count() == 3
+    dialogue = run.unit_scores.first().dialogue_id
+    only = llm_run_create(submission=submission, evaluator="face", model=model,
+                          dialogues=[dialogue], enqueue=False, face={"aspects": ["overall"]})
+    run_process(job_id=only.job_id)
+    assert set(only.unit_scores.values_list("dialogue_id", flat=True)) == {dialogue}
+    missing = llm_run_create(submission=submission, evaluator="face", model=model,
+                             dialogues=["nope"], enqueue=False, face={"aspects": ["overall"]})
+    run_process(job_id=missing.job_id)
+    missing.job.refresh_from_db()
+    assert "none of the dialogues nope is in the submission" in missing.job.error
+
+
+def test_a_refused_connection_is_reported_as_such(study, llm_settings):
+    submission = Submission.objects.filter(benchmark=study.benchmark).first()
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", benchmark=study.benchmark.slug, submission_id=submission.pk,
+                     evaluator="face", aspects=["relevance"], no_progress=True,
+                     stdout=io.StringIO(), stderr=io.StringIO(),
+                     model="openai/nobody-home", api_base="http://127.0.0.1:9/v1")
+    message = str(raised.value)
+    assert "connection refused at http://127.0.0.1:9/v1" in message
+    assert "InternalServerError" not in message and "failed calls:" in message

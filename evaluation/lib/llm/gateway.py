@@ -428,8 +428,11 @@ class LLMGateway:
                 # other exception is a bug and propagates unchanged.
                 status, retryable, retry_after = classify_error(error)
                 if not retryable or attempts > self.max_retries:
+                    refused = connection_refused(error)
                     raise LLMCallError(
-                        f"{config.model}: {type(error).__name__}: {error}",
+                        f"{config.model}: connection refused at "
+                        f"{config.api_base or 'the provider'} (is the server running?)"
+                        if refused else f"{config.model}: {type(error).__name__}: {error}",
                         status_code=status,
                         attempts=attempts,
                         retryable=retryable,
@@ -508,6 +511,20 @@ def classify_error(error: BaseException) -> tuple[int | None, bool, float | None
         return None, False, None
     retryable = status == 429 or status >= 500
     return status, retryable, _retry_after_seconds(error) if retryable else None
+
+
+def connection_refused(error: BaseException) -> bool:
+    """Whether ERROR comes from a refused connection. litellm reports one as an
+    "InternalServerError 500" wrapping the socket's ConnectionRefusedError; the cause chain
+    tells the truth."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _retry_after_seconds(error: BaseException) -> float | None:

@@ -14,7 +14,7 @@ then, in Concord::
 
 (the ``openai/`` prefix tells litellm to speak the OpenAI protocol; the part after it is sent as
 the model name and is only echoed back). Supported request fields: ``messages``,
-``max_tokens``/``max_completion_tokens`` (default 256), ``temperature`` (0 = greedy),
+``max_tokens``/``max_completion_tokens`` (default 1024), ``temperature`` (0 = greedy),
 ``seed``, ``logprobs`` and ``top_logprobs``. Logprobs are those of the model's own next-token
 distribution (log-softmax of the raw logits), whatever the sampling temperature. One request
 is generated at a time; for throughput use vLLM, which speaks the same protocol.
@@ -32,7 +32,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-DEFAULT_MAX_TOKENS = 256
+# Long enough for the longest answer a Concord judge or baseline asks for (CoRE's factor
+# reasoning, the debate's statements, FACE's decomposition with its step-by-step reasoning).
+DEFAULT_MAX_TOKENS = 1024
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
 

@@ -91,6 +91,14 @@ class Command(BaseCommand):
                                "one per aspect; other aspects use the initial instruction)")
         face.add_argument("--aspect", action="append", dest="aspects", default=[],
                           help="score only these FACE aspects (repeatable; default: all seven)")
+        trial = parser.add_argument_group("a cheap trial (LLM evaluators)")
+        trial.add_argument("--limit", type=int, help="score only the first N units")
+        trial.add_argument("--dialogues", action="append", default=[], metavar="ID",
+                           help="score only the units of these dialogues (repeatable, or "
+                                "comma-separated)")
+        trial.add_argument("--stop-after", type=int, metavar="N",
+                           help="stop when the first N units all fail (default: "
+                                "CONCORD_LLM_STOP_AFTER_FAILED_UNITS, 3; 0: never)")
         parser.add_argument("--max-reasks", type=int, default=2,
                             help="re-asks after an unusable LLM answer before it is recorded "
                                  "as a failure")
@@ -100,6 +108,9 @@ class Command(BaseCommand):
         if benchmark is None:
             raise CommandError(f"no benchmark {opts['benchmark']!r}")
         evaluator = opts["evaluator"]
+        if evaluator == TRACE and (opts["limit"] or opts["dialogues"] or
+                                   opts["stop_after"] is not None):
+            raise CommandError("--limit, --dialogues and --stop-after are for LLM evaluators")
         # An LLM evaluator without a model is refused before anything is stored.
         model = llm_model_options(opts) if evaluator != TRACE else None
         submission = self._submission(benchmark, opts, LLM_EVALUATORS.get(evaluator, TURN))
@@ -123,7 +134,11 @@ class Command(BaseCommand):
             bars.close()
         run.refresh_from_db()
         if run.job.status != Job.Status.SUCCEEDED:
-            raise CommandError(f"evaluation run {run.pk} failed: {run.job.error}")
+            # An expected failure (unreachable server, nothing parsed): its reason and what it
+            # cost, without a traceback.
+            usage = format_usage(run.usage) if evaluator != TRACE else ""
+            raise CommandError(f"evaluation run {run.pk} failed: {run.job.error}"
+                               + (f"\n{usage}" if usage else ""))
         results = run_results(run=run)
         if opts["per_unit"]:
             self._write_units(run, Path(opts["per_unit"]), opts["include_hidden"])
@@ -176,7 +191,10 @@ class Command(BaseCommand):
                 human_study=opts["human_study"], debate={"max_rounds": opts["max_rounds"],
                                                  "buffer": opts["debate_buffer"]},
                 use_debate=not opts["no_debate"], max_reasks=opts["max_reasks"],
-                splits=opts["splits"], enqueue=opts["worker"], face=face)
+                splits=opts["splits"], enqueue=opts["worker"], face=face,
+                limit=opts["limit"], stop_after=opts["stop_after"],
+                dialogues=[d.strip() for value in opts["dialogues"] for d in value.split(",")
+                           if d.strip()])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
 
