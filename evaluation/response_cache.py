@@ -12,17 +12,33 @@ from django.db import connections
 
 from .models import LLMCacheEntry
 
+_thread = threading.local()
+
 
 @contextmanager
 def _short_connection():
     """The gateway calls the cache from its worker threads; Django opens one connection per
     thread and nothing would close those of a finished thread pool, so a thread other than the
-    main one closes its connection after each use."""
+    main one closes its connection after each use (unless it keeps it, see below)."""
     try:
         yield
     finally:
-        if threading.current_thread() is not threading.main_thread():
+        if threading.current_thread() is not threading.main_thread() and \
+                not getattr(_thread, "keep", False):
             connections.close_all()
+
+
+@contextmanager
+def connection_kept():
+    """For a worker thread about to make many calls (a simulated dialogue: one per turn): keep
+    its database connection for the whole block and close it at the end. Connecting twice per
+    call cost more than the call itself under load (docs/performance.md, simulations)."""
+    _thread.keep = True
+    try:
+        yield
+    finally:
+        _thread.keep = False
+        connections.close_all()
 
 
 class DatabaseResponseCache:

@@ -21,6 +21,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -31,6 +32,7 @@ from evaluation.lib.simulators.driver import simulate_dialogue
 from evaluation.lib.simulators.simulators import SIMULATORS, simulator_config_hash
 from evaluation.lib.simulators.users import ItemCard, NoSimulatedUsers, pick_users, simulated_users
 from evaluation.models import Job, MetricSummary, Run, SimulatedDialogue, Simulation, UnitScore
+from evaluation.response_cache import connection_kept
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.jobs import job_finish, task_enqueue
 from evaluation.services.live import live_client
@@ -150,16 +152,24 @@ def _simulate(simulation: Simulation, bundle, todo) -> None:
     simulator = _simulator(simulation.simulator, seed=simulation.seed,
                            shown_k=config["shown_k"], model=model,
                            meter=usage.stage("simulator"), accept_at=config.get("accept_at", 5))
-    width = max(1, min(len(todo), simulation.system.live_max_concurrency
-                       if simulation.system.live_kind == "http" else 4))
+    # Dialogues in flight: enough to keep the slower party saturated. Each dialogue is
+    # sequential and spends part of its time outside the LLM (cache reads and writes, the
+    # system, Concord), so twice the gateway's slots keep every slot busy; the gateway's and
+    # the system's own limits still cap the calls in flight.
+    width = simulation.system.live_max_concurrency if simulation.system.live_kind == "http" \
+        else 4
+    if SIMULATORS[simulation.simulator].needs_llm:
+        width = max(width, 2 * settings.LLM_MAX_CONCURRENCY)
+    width = max(1, min(len(todo), width))
 
     def one(entry):
         position, user = entry
         pool = user.candidate_item_ids if config["pool"] == "dialogue" else ()
-        return position, simulate_dialogue(
-            user, simulator, system, benchmark=simulation.benchmark.slug,
-            dialogue_id=f"sim{simulation.pk}-{user.user_id}", turns=simulation.turns,
-            cards=cards, pool=pool)
+        with connection_kept():  # the LLM cache's connection, kept for the whole dialogue
+            return position, simulate_dialogue(
+                user, simulator, system, benchmark=simulation.benchmark.slug,
+                dialogue_id=f"sim{simulation.pk}-{user.user_id}", turns=simulation.turns,
+                cards=cards, pool=pool)
 
     with ThreadPoolExecutor(max_workers=width) as pool:
         futures = [pool.submit(one, entry) for entry in todo]

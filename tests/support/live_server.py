@@ -49,6 +49,7 @@ class LiveServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
 
             def log_message(self, format, *args):  # noqa: A002 - stdlib signature
                 return

@@ -1,0 +1,65 @@
+"""A simulation on real Celery workers: batches fan out; a worker process killed with SIGKILL in
+the middle of a batch has its batch redelivered and redone without duplicating a dialogue."""
+
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from evaluation.models import Job, SimulatedDialogue
+from evaluation.services.live import live_system_create
+from evaluation.services.simulations import simulation_create
+from tests.support.live_server import Raw, live_server
+from tests.support.worker import celery_worker, wait_for_job, worker_log
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True),
+              pytest.mark.skipif(not settings.CELERY_BROKER_URL.startswith("redis://"),
+                                 reason="needs Redis (redelivery of a killed worker's task)")]
+
+
+def children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    found = []
+    for task in tasks.iterdir():
+        text = (task / "children").read_text().split()
+        found += [int(c) for c in text]
+    return found
+
+
+def test_a_killed_workers_batch_is_redone_without_duplicates(sim_benchmark, researcher,
+                                                             tmp_path):
+    answer = b'{"response": "Try Harbor Grill.", "ranked_item_ids": ["r1", "r3"]}'
+    with live_server(lambda body: Raw(200, answer, delay=0.4)) as server:
+        system = live_system_create(name="Slow CRS", owner=researcher, endpoint=server.url,
+                                    max_concurrency=1)
+        with celery_worker(settings.CELERY_BROKER_URL, tmp_path) as (_, worker):
+            simulation = simulation_create(benchmark=sim_benchmark, system=system,
+                                           simulator="template", users=3, turns=2,
+                                           batch_size=3, enqueue=True)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not simulation.dialogues.exists():
+                time.sleep(0.1)
+            stored_before = set(simulation.dialogues.values_list("user_id", flat=True))
+            assert 1 <= len(stored_before) < 3, "the batch should be part-way through"
+            pool = children(worker.pid)
+            assert pool, "the worker has no pool process"
+            for pid in pool:
+                os.kill(pid, signal.SIGKILL)
+            job = Job.objects.get(pk=simulation.job_id)
+            wait_for_job(job, worker, seconds=90)
+            log = worker_log(worker)
+    assert job.status == Job.Status.SUCCEEDED, job.error + log[-3000:]
+    assert "WorkerLostError" in log or "SIGKILL" in log or "signal 9" in log, log[-3000:]
+    rows = SimulatedDialogue.objects.filter(simulation=simulation)
+    assert rows.count() == 3 and set(rows.values_list("status", flat=True)) == {"ok"}
+    # Users stored before the kill were not simulated again: two calls each (two turns).
+    calls = Counter(r["dialogue_id"] for r in server.requests)
+    for user_id in stored_before:
+        assert calls[f"sim{simulation.pk}-{user_id}"] == 2
+    assert sum(calls.values()) > 6  # the interrupted user was redone
+    simulation.refresh_from_db()
+    assert simulation.run is not None and simulation.report["users"] == 3
