@@ -66,7 +66,7 @@ def _count_queries(member_user: User, slug: str) -> dict[str, int]:
     with CaptureQueriesContext(connection) as get_queries:
         assert client.get(page).status_code == 200
     with CaptureQueriesContext(connection) as post_queries:
-        assert client.post(page + "submit/", ANSWERS).status_code == 303
+        assert client.post(page + "submit/", ANSWERS).status_code == 307
     return {"item page (GET)": len(get_queries), "submit (POST)": len(post_queries)}
 
 

@@ -372,6 +372,21 @@ def authored_studies(*, user):
     return studies if user.is_staff else studies.filter(author=user)
 
 
+def held_assignment(*, member: StudyMember, now=None) -> Assignment | None:
+    """The item the annotator holds and may go on with: an active assignment within the
+    study's timeout (a read: handing out a new one is `services.handout.assignment_next`)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    study = member.study
+    if member.excluded or not study.is_open:
+        return None
+    since = (now or timezone.now()) - timedelta(seconds=study.timeout_seconds)
+    return (member.assignments.filter(status=Assignment.Status.ACTIVE, last_active_at__gte=since)
+            .order_by("position").first())
+
+
 def member_progress(*, member: StudyMember) -> dict:
     counts = Counter(member.assignments.values_list("status", flat=True))
     return {"submitted": counts[Assignment.Status.SUBMITTED],

@@ -20,7 +20,6 @@ from annotation.lib.rendering import render_markdown
 from annotation.services import annotations, handout, members, studies, study_exports
 from evaluation.lib import charts
 from evaluation.models import Job
-from evaluation.services.jobs import jobs_fail_stale
 
 from .access import (
     can_create_studies,
@@ -118,16 +117,35 @@ def study_detail(request, slug):
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def study_next(request, slug):
-    """Hand out the next item (or give back the unfinished one) and open it."""
+    """POST hands out the next item (or gives back the unfinished one) and opens it. GET is a
+    read: it opens the item the annotator holds, or offers the button that asks for one (and,
+    after `?done=1`, says that nothing is left right now)."""
     member = get_member_for_user(request.user, slug)
+    if request.method == "POST":
+        return _open_next(member)
+    assignment = selectors.held_assignment(member=member)
+    if assignment is not None:
+        return redirect("annotation:item_detail", slug=slug, position=assignment.position)
+    return render(request, "annotation/study_next.html", {
+        "study": member.study, "member": member, "done": request.GET.get("done") == "1",
+        "progress": selectors.member_progress(member=member)})
+
+
+def _open_next(member) -> HttpResponseRedirect:
+    """Hand out the member's next item and redirect to it, or to the "nothing left" page; 303
+    See Other, so that a reload of the page it leads to never re-posts."""
     assignment = handout.assignment_next(member=member)
+    slug = member.study.slug
     if assignment is None:
-        progress = selectors.member_progress(member=member)
-        return render(request, "annotation/study_done.html",
-                      {"study": member.study, "member": member, "progress": progress})
-    return redirect("annotation:item_detail", slug=slug, position=assignment.position)
+        url = reverse("annotation:study_next", kwargs={"slug": slug}) + "?done=1"
+    else:
+        url = reverse("annotation:item_detail", kwargs={"slug": slug,
+                                                        "position": assignment.position})
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response
 
 
 def _item_body(context: dict) -> tuple[str, str]:
@@ -173,8 +191,10 @@ def item_submit(request, slug, position):
         return _item_response(request, assignment, errors=result.errors, status=400)
     if assignment.item.kind == "calibration":
         return redirect("annotation:item_detail", slug=slug, position=position)
+    # 307 keeps the POST: the browser asks `study_next` to hand out the next item, a write that
+    # a GET may not do, and this request stays within its query budget (docs/hot-path.md).
     response = HttpResponseRedirect(reverse("annotation:study_next", kwargs={"slug": slug}))
-    response.status_code = 303  # See Other: a reload of the next page never re-posts
+    response.status_code = 307
     return response
 
 
@@ -184,7 +204,6 @@ def item_submit(request, slug, position):
 @require_GET
 def study_dashboard(request, slug):
     study = get_study_for_user(request.user, slug, write=True)
-    jobs_fail_stale()
     context = {
         "study": study, **selectors.study_dashboard(study=study),
         "invite_url": request.build_absolute_uri(
@@ -447,7 +466,6 @@ def metric_board_download(request, slug, fmt):
 def study_face(request, slug):
     """The study's FACE instruction optimizations and the forms to start one or to evaluate."""
     study = get_study_for_user(request.user, slug, write=True)
-    jobs_fail_stale()
     return render(request, "annotation/study_face.html", {
         "study": study, "aspects": face_selectors.trainable_aspects(study=study),
         "optimizations": face_selectors.study_face_optimizations(study=study),

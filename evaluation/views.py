@@ -7,7 +7,6 @@ from django.shortcuts import render
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.selectors import benchmarks as selectors
 from evaluation.selectors.simulations import simulation_report
-from evaluation.services.jobs import jobs_fail_stale
 
 from .access import (
     benchmarks_for_user,
@@ -98,7 +97,6 @@ def item_detail(request, slug, item_id):
 
 def job_detail(request, job_id):
     """A job's progress; HTMX polls the `_job_progress.html` fragment until it finishes."""
-    jobs_fail_stale()
     job = get_job_for_user(request.user, job_id)
     template = "evaluation/_job_progress.html" if request.htmx else "evaluation/job_detail.html"
     return render(request, template, {"job": job})

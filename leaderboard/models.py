@@ -2,8 +2,9 @@
 
 Two derived tables make leaderboards cheap to render: `RunClusterStats` (a finished run's
 per-dialogue sums, all the bootstrap needs) and `RankSnapshot` (which system is significantly
-better than which, per metric, for the runs a leaderboard can show). Both are recomputed from
-the stored unit values whenever they are missing or stale, never edited by hand.
+better than which, per metric, for the runs a leaderboard can show). Both are computed from the
+stored unit values by `leaderboard.services` (the refresh task, the `refresh_ranks` command),
+never by a page and never by hand.
 """
 
 from django.db import models

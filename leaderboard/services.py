@@ -5,7 +5,6 @@ leaderboard's results changed (a run finished, a submission was published or wit
 `leaderboard.apps` connects `evaluation.signals.results_changed` to `rank_refresh_enqueue`.
 """
 
-import time
 from collections.abc import Sequence
 
 from django.contrib.auth import get_user_model
@@ -16,6 +15,8 @@ from evaluation.services.jobs import task_enqueue
 from leaderboard.lib import rank_tables
 
 from .models import RankSnapshot, RunClusterStats
+from .selectors.ranks import cluster_rows, rank_snapshot_compute
+from .selectors.runs import RunChoice, board_runs
 
 
 def researcher_register(*, username: str, password: str, email: str = ""):
@@ -37,17 +38,10 @@ def rank_refresh_enqueue(*, benchmark_id: int, protocol: str, **_signal) -> None
 def run_cluster_stats_ensure(*, run_ids: Sequence[int]) -> dict[int, RunClusterStats]:
     """Every finished run in RUN_IDS has its per-dialogue sums stored (computed once, with
     one grouped query for all the runs that lack them)."""
-    from django.db.models import Count, Sum
-
-    from evaluation.models import UnitScore
-
     stored = {s.run_id: s for s in RunClusterStats.objects.filter(run_id__in=run_ids)}
     missing = [run_id for run_id in run_ids if run_id not in stored]
     if missing:
-        rows = (UnitScore.objects.filter(run_id__in=missing).exclude(value=None)
-                .values_list("run_id", "metric", "dialogue_id")
-                .annotate(total=Sum("value"), n=Count("value")).order_by())
-        tables = rank_tables.cluster_tables(rows, missing)
+        tables = rank_tables.cluster_tables(cluster_rows(missing), missing)
         created = RunClusterStats.objects.bulk_create(
             [RunClusterStats(run_id=run_id, metrics=table.metrics, clusters=table.clusters,
                              sums=table.sums.tobytes(), counts=table.counts.tobytes())
@@ -58,23 +52,34 @@ def run_cluster_stats_ensure(*, run_ids: Sequence[int]) -> dict[int, RunClusterS
 
 
 def rank_snapshot_refresh(*, benchmark_id: int, protocol: str, evaluator: str,
-                          run_ids: Sequence[int], directions: dict[str, str],
-                          bootstrap: dict) -> RankSnapshot:
+                          run_ids: Sequence[int]) -> RankSnapshot:
     """Recompute which run is significantly better than which, per metric, and store it."""
-    started = time.perf_counter()
     stats = run_cluster_stats_ensure(run_ids=run_ids)
-    tables = [rank_tables.ClusterTable.from_bytes(stats[run_id].metrics,
-                                                  stats[run_id].clusters,
-                                                  stats[run_id].sums, stats[run_id].counts)
-              if run_id in stats else rank_tables.ClusterTable.empty() for run_id in run_ids]
-    metrics = sorted(directions)
-    better = rank_tables.better_matrices(
-        tables, metrics, {m: directions[m] == "higher" for m in metrics},
-        n_resamples=bootstrap.get("n_resamples", 1000), seed=bootstrap.get("seed", 42),
-        confidence=bootstrap.get("confidence", 0.95))
+    tables = {run_id: rank_tables.ClusterTable.from_bytes(s.metrics, s.clusters, s.sums,
+                                                          s.counts)
+              for run_id, s in stats.items()}
+    computed = rank_snapshot_compute(benchmark_id=benchmark_id, protocol=protocol,
+                                     evaluator=evaluator, run_ids=run_ids, tables=tables)
     snapshot, _ = RankSnapshot.objects.update_or_create(
         benchmark_id=benchmark_id, protocol=protocol, evaluator=evaluator,
-        defaults={"run_ids": list(run_ids), "metrics": metrics,
-                  "better": rank_tables.pack(better), "bootstrap": bootstrap,
-                  "seconds": time.perf_counter() - started})
+        defaults={field: getattr(computed, field)
+                  for field in ("run_ids", "metrics", "better", "bootstrap", "seconds")})
     return snapshot
+
+
+def rank_snapshots_refresh(*, benchmark, protocol: str) -> list[RankSnapshot]:
+    """Bring every evaluator's snapshot of one leaderboard up to date; a fresh one is left
+    alone (the `refresh_ranks_job` task and the `refresh_ranks` command)."""
+    choice = RunChoice.of(board_runs(benchmark=benchmark, protocol=protocol))
+    evaluators = sorted({key[1] for key in choice.latest})
+    stored = {s.evaluator: s for s in RankSnapshot.objects.filter(
+        benchmark=benchmark, protocol=protocol, evaluator__in=evaluators)}
+    snapshots = []
+    for evaluator in evaluators:
+        candidates = choice.candidates(evaluator)
+        snapshot = stored.get(evaluator)
+        if snapshot is None or snapshot.run_ids != candidates:
+            snapshot = rank_snapshot_refresh(benchmark_id=benchmark.pk, protocol=protocol,
+                                             evaluator=evaluator, run_ids=candidates)
+        snapshots.append(snapshot)
+    return snapshots

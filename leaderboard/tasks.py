@@ -4,13 +4,13 @@ from celery import shared_task
 
 from evaluation.models import Benchmark
 
+from .services import rank_snapshots_refresh
+
 
 @shared_task(acks_late=True)
 def refresh_ranks_job(benchmark_id: int, protocol: str) -> None:
     """Recompute a leaderboard's rank snapshots after a run finished or a submission was
     published or withdrawn (idempotent: an up-to-date snapshot is left alone)."""
-    from .selectors.ranks import rank_snapshots_refresh
-
     benchmark = Benchmark.objects.filter(pk=benchmark_id).first()
     if benchmark is not None:
         rank_snapshots_refresh(benchmark=benchmark, protocol=protocol)

@@ -23,7 +23,6 @@ from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.models import Split
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
-from evaluation.services.jobs import jobs_fail_stale
 from evaluation.services.submissions import (
     QuotaExceeded,
     submission_set_public,
@@ -43,7 +42,6 @@ from .access import (
 )
 from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SubmissionForm, SystemForm
-from .models import RankSnapshot
 from .selectors.boards import (
     benchmark_leaderboard_counts,
     leaderboard,
@@ -62,7 +60,7 @@ from .selectors.systems import (
     system_submissions,
     system_tiers,
 )
-from .services import rank_refresh_enqueue, researcher_register
+from .services import researcher_register
 
 RESULT_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr", "bleu4")
 
@@ -295,17 +293,7 @@ def _status_context(request, submission, fresh: bool = False) -> dict:
         context["results"] = [(axis, [(n, r) for n, r in rows if n in RESULT_METRICS])
                               for axis, rows in metrics_by_axis(results["metrics"])]
         context["results"] = [(axis, rows) for axis, rows in context["results"] if rows]
-        _refresh_ranks_once(submission, run)
     return context
-
-
-def _refresh_ranks_once(submission, run) -> None:
-    """A finished run changes its leaderboard: refresh the ranks in the background, once."""
-    stored = (RankSnapshot.objects.filter(benchmark_id=submission.benchmark_id,
-                                          protocol=submission.protocol, evaluator=run.evaluator)
-              .values_list("run_ids", flat=True).first())
-    if stored is None or run.pk not in stored:
-        rank_refresh_enqueue(benchmark_id=submission.benchmark_id, protocol=submission.protocol)
 
 
 def submission_detail(request, uuid):
@@ -316,7 +304,6 @@ def submission_detail(request, uuid):
 
 def submission_status(request, uuid):
     """The polled fragment: progress while the run works, then its result (and publish)."""
-    jobs_fail_stale()
     submission = get_submission_for_user(request.user, uuid)
     return render(request, "leaderboard/_submission_status.html",
                   _status_context(request, submission))

@@ -69,3 +69,34 @@ def _fresh_item_cache():
     from django.core.cache import caches
 
     caches["items"].clear()
+
+
+# --- the URL walks' world (tests/test_url_access.py, tests/test_reads_never_write.py) ------
+
+@pytest.fixture
+def personas(db, outsider, annotator, researcher, author, staff):
+    return {"anonymous": None, "outsider": outsider, "annotator": annotator,
+            "researcher": researcher, "author": author, "staff": staff}
+
+
+@pytest.fixture
+def tiny_study(db, tiny_benchmark, author, annotator):
+    """A study on the tiny benchmark: the author owns it, the annotator holds item 1."""
+    from annotation.services.handout import assignment_next
+    from annotation.services.members import study_member_add
+    from annotation.services.studies import StudySpec, study_create
+
+    study = study_create(benchmark=tiny_benchmark, author=author, title="Tiny study",
+                         slug="tiny-study", spec=StudySpec(forms=("citation",)))
+    study.invite_token = "tiny-invite"
+    study.save(update_fields=["invite_token"])
+    assignment_next(member=study_member_add(study=study, user=annotator))
+    return study
+
+
+@pytest.fixture
+def leaderboard_world(db, tiny_benchmark, researcher, settings, tmp_path):
+    from tests.support.leaderboard import make_world
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)

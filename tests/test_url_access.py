@@ -52,7 +52,8 @@ ACCESS.update({
     "annotation:study_detail": [(_S, "get", _MEMBERS),
                                 ({"slug": "nope"}, "get", {**dict.fromkeys(PERSONAS, 404),
                                                            "anonymous": 302})],
-    "annotation:study_next": [(_S, "get", {**_OWN_ITEM, "annotator": 302})],
+    "annotation:study_next": [(_S, "get", {**_OWN_ITEM, "annotator": 302}),
+                              (_S, "post", {**_OWN_ITEM, "annotator": 303})],
     "annotation:item_detail": [({**_S, "position": 1}, "get", _OWN_ITEM),
                                ({**_S, "position": 2}, "get", {**_OWN_ITEM, "annotator": 404})],
     "annotation:item_draft": [({**_S, "position": 1}, "post", _OWN_ITEM)],
@@ -167,35 +168,6 @@ def _names(resolver=None, namespace=""):
 def test_every_url_pattern_has_an_access_rule():
     missing = sorted(set(_names()) - set(ACCESS))
     assert not missing, f"URL names without an access rule in tests/test_url_access.py: {missing}"
-
-
-@pytest.fixture
-def personas(db, outsider, annotator, researcher, author, staff):
-    return {"anonymous": None, "outsider": outsider, "annotator": annotator,
-            "researcher": researcher, "author": author, "staff": staff}
-
-
-@pytest.fixture
-def tiny_study(db, tiny_benchmark, author, annotator):
-    """A study on the tiny benchmark: the author owns it, the annotator holds item 1."""
-    from annotation.services.handout import assignment_next
-    from annotation.services.members import study_member_add
-    from annotation.services.studies import StudySpec, study_create
-
-    study = study_create(benchmark=tiny_benchmark, author=author, title="Tiny study",
-                         slug="tiny-study", spec=StudySpec(forms=("citation",)))
-    study.invite_token = "tiny-invite"
-    study.save(update_fields=["invite_token"])
-    assignment_next(member=study_member_add(study=study, user=annotator))
-    return study
-
-
-@pytest.fixture
-def leaderboard_world(db, tiny_benchmark, researcher, settings, tmp_path):
-    from tests.support.leaderboard import make_world
-
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)
 
 
 @pytest.mark.django_db

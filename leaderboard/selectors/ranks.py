@@ -1,45 +1,83 @@
-"""Rank snapshots: which run is significantly better than which, per metric, stored per
-leaderboard and evaluator (`RankSnapshot`) and recomputed only when the set of runs it covers
-changed."""
+"""Rank snapshots: which run is significantly better than which, per metric, per leaderboard
+and evaluator (`RankSnapshot`).
+
+Reads never write. A page uses the stored snapshot when it covers exactly the runs the
+leaderboard may show; when it is missing or stale (a run finished or a submission was published
+and the refresh task has not run yet), the ranks are computed for that request only, in memory,
+from the stored per-run sums (or, for a run that has none yet, one grouped query over its unit
+values), and nothing is stored. Snapshots and per-run sums are stored only by
+`leaderboard.services.rank_snapshots_refresh`: the `refresh_ranks_job` task that
+`evaluation.signals.results_changed` triggers, and the `refresh_ranks` command.
+"""
 
 from __future__ import annotations
 
-from evaluation.models import MetricSummary, Run
+import time
+from collections.abc import Sequence
 
-from ..models import RankSnapshot
-from .runs import RunChoice, board_runs
+from django.db.models import Count, Sum
+
+from evaluation.models import MetricSummary, Run, UnitScore
+from leaderboard.lib import rank_tables
+
+from ..models import RankSnapshot, RunClusterStats
+from .runs import RunChoice
 
 
 def rank_snapshots(*, benchmark, protocol: str, choice: RunChoice,
                    evaluators: list[str]) -> dict[str, RankSnapshot]:
-    """The fresh snapshot of every evaluator; a stale or missing one is recomputed here (the
-    slow path: a background task normally does it right after a run finishes or a submission
-    is published)."""
-    from ..services import rank_snapshot_refresh
-
+    """Every evaluator's snapshot: the stored one when fresh, else an unsaved one computed
+    now (the slow path, until the background refresh has stored it)."""
     stored = {s.evaluator: s for s in RankSnapshot.objects.filter(
         benchmark=benchmark, protocol=protocol, evaluator__in=evaluators)}
     for evaluator in evaluators:
         candidates = choice.candidates(evaluator)
         snapshot = stored.get(evaluator)
         if snapshot is None or snapshot.run_ids != candidates:
-            directions, bootstrap = _rank_inputs(candidates)
-            stored[evaluator] = rank_snapshot_refresh(
+            stored[evaluator] = rank_snapshot_compute(
                 benchmark_id=benchmark.pk, protocol=protocol, evaluator=evaluator,
-                run_ids=candidates, directions=directions, bootstrap=bootstrap)
+                run_ids=candidates, tables=cluster_tables_read(run_ids=candidates))
     return stored
 
 
-def _rank_inputs(run_ids: list[int]) -> tuple[dict[str, str], dict]:
+def rank_inputs(run_ids: Sequence[int]) -> tuple[dict[str, str], dict]:
+    """The metrics' directions and the bootstrap settings (of the first run) to rank with."""
     directions = dict(MetricSummary.objects.filter(run_id__in=run_ids)
                       .values_list("metric", "direction").distinct())
     config = Run.objects.filter(pk__in=run_ids[:1]).values_list("config", flat=True).first()
     return directions, (config or {}).get("bootstrap", {})
 
 
-def rank_snapshots_refresh(*, benchmark, protocol: str) -> list[RankSnapshot]:
-    """Bring every evaluator's snapshot of one leaderboard up to date (the background task)."""
-    choice = RunChoice.of(board_runs(benchmark=benchmark, protocol=protocol))
-    evaluators = sorted({key[1] for key in choice.latest})
-    return list(rank_snapshots(benchmark=benchmark, protocol=protocol, choice=choice,
-                               evaluators=evaluators).values())
+def cluster_rows(run_ids: Sequence[int]):
+    """(run id, metric, dialogue id, sum, count) of the runs' unit values: one grouped query."""
+    return (UnitScore.objects.filter(run_id__in=run_ids).exclude(value=None)
+            .values_list("run_id", "metric", "dialogue_id")
+            .annotate(total=Sum("value"), n=Count("value")).order_by())
+
+
+def cluster_tables_read(*, run_ids: Sequence[int]) -> dict[int, rank_tables.ClusterTable]:
+    """Every run's per-dialogue sums: the stored ones, the others aggregated now (not stored)."""
+    tables = {s.run_id: rank_tables.ClusterTable.from_bytes(s.metrics, s.clusters, s.sums,
+                                                            s.counts)
+              for s in RunClusterStats.objects.filter(run_id__in=run_ids)}
+    missing = [run_id for run_id in run_ids if run_id not in tables]
+    if missing:
+        tables.update(rank_tables.cluster_tables(cluster_rows(missing), missing))
+    return tables
+
+
+def rank_snapshot_compute(*, benchmark_id: int, protocol: str, evaluator: str,
+                          run_ids: Sequence[int],
+                          tables: dict[int, rank_tables.ClusterTable]) -> RankSnapshot:
+    """The snapshot of RUN_IDS as an unsaved model instance (the caller decides to store it)."""
+    started = time.perf_counter()
+    directions, bootstrap = rank_inputs(run_ids)
+    metrics = sorted(directions)
+    better = rank_tables.better_matrices(
+        [tables.get(run_id) or rank_tables.ClusterTable.empty() for run_id in run_ids], metrics,
+        {m: directions[m] == "higher" for m in metrics},
+        n_resamples=bootstrap.get("n_resamples", 1000), seed=bootstrap.get("seed", 42),
+        confidence=bootstrap.get("confidence", 0.95))
+    return RankSnapshot(benchmark_id=benchmark_id, protocol=protocol, evaluator=evaluator,
+                        run_ids=list(run_ids), metrics=metrics, better=rank_tables.pack(better),
+                        bootstrap=bootstrap, seconds=time.perf_counter() - started)

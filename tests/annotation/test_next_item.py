@@ -144,10 +144,17 @@ def test_progress_says_item_i_of_n_with_time_left(member, study):
 def test_next_view_opens_the_item_and_says_when_nothing_is_left(client, member, annotator):
     client.force_login(annotator)
     url = reverse("annotation:study_next", args=[member.study.slug])
-    response = client.get(url)
+    response = client.get(url)  # a read: it offers the button, hands out nothing
+    assert response.status_code == 200 and b'id="next-button"' in response.content
+    assert not Assignment.objects.filter(member=member).exists()
+    response = client.post(url)
+    assert response.status_code == 303 and response["Location"].endswith("/items/1/")
+    response = client.get(url)  # the item held is opened again
     assert response.status_code == 302 and response["Location"].endswith("/items/1/")
     for assignment in Assignment.objects.filter(member=member):
         submit(assignment)
     submit(assignment_next(member=member))
-    response = client.get(url)
+    response = client.post(url)
+    assert response.status_code == 303 and response["Location"].endswith("?done=1")
+    response = client.get(response["Location"])
     assert response.status_code == 200 and b"Nothing more for you right now" in response.content

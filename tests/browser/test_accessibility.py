@@ -77,7 +77,9 @@ def test_annotator_pages(page, live_server, tiny_benchmark, author, annotator, r
                        submissions=make_submissions(tiny_benchmark, researcher))
     study_member_add(study=study, user=annotator)
     log_in(page, live_server, annotator)
-    page.goto(f"/studies/{study.slug}/next/")
+    page.goto(f"/studies/{study.slug}/next/")  # a read: the button hands out (POST)
+    with page.expect_navigation():
+        page.click("#next-button")
     page.wait_for_url(re.compile(r".*/items/\d+/$"))
     item = page.url.split(live_server.url, 1)[1]
     check_pages(page, ["/studies/", f"/studies/{study.slug}/", item], shot="-".join(forms))
@@ -89,7 +91,9 @@ def annotating(page, live_server, annotator):
     def start(study):
         study_member_add(study=study, user=annotator)
         log_in(page, live_server, annotator)
-        page.goto(f"/studies/{study.slug}/next/")
+        page.goto(f"/studies/{study.slug}/next/")  # a read: the button hands out (POST)
+        with page.expect_navigation():
+            page.click("#next-button")
         page.wait_for_url(re.compile(r".*/items/\d+/$"))
     yield start
     quiesce(page)

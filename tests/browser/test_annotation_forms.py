@@ -22,6 +22,9 @@ def log_in(page, live_server, user) -> None:
 
 def open_next(page, study) -> Assignment:
     page.goto(f"/studies/{study.slug}/next/")
+    if "/items/" not in page.url:  # nothing held: ask for the next item (a POST)
+        with page.expect_navigation():
+            page.click("#next-button")
     page.wait_for_url(re.compile(r".*/items/\d+/$"))
     position = int(page.url.rstrip("/").rsplit("/", 1)[1])
     return Assignment.objects.select_related("item").get(member__study=study, position=position)

@@ -7,16 +7,24 @@ import json
 import re
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from evaluation.models import Benchmark
 from leaderboard.models import RankSnapshot
+from leaderboard.services import rank_snapshots_refresh
 from leaderboard.synthetic import synthetic_leaderboard
+from leaderboard.tasks import refresh_ranks_job
 
 pytestmark = pytest.mark.django_db
 
 BOARD = reverse("leaderboard:board", args=["tiny", "turn"])
+
+
+def _tiny_id() -> int:
+    return Benchmark.objects.get(slug="tiny").pk
 
 
 def system_rows(html: str) -> list[str]:
@@ -69,8 +77,11 @@ def test_systems_that_cannot_be_told_apart_share_a_rank(client, board_world):
     # Per dialogue Echo − Reverse on recall@1 is 0, 1, 1: a resample drawing only the first
     # dialogue (1/27 > 2.5%) keeps 0 inside the CI, so neither is significantly better.
     assert _ranks(client.get(BOARD).content.decode()) == {"echo": 1, "baseline-reverse": 1}
+    assert not RankSnapshot.objects.exists()  # ranked in memory: a page stores nothing
+    refresh_ranks_job(_tiny_id(), "turn")  # what a finished run queues
     snapshot = RankSnapshot.objects.get()
     assert sorted(snapshot.run_ids) == sorted(r.pk for _, r in board_world["runs"].values())
+    assert _ranks(client.get(BOARD).content.decode()) == {"echo": 1, "baseline-reverse": 1}
 
 
 def test_rank_is_one_plus_the_systems_significantly_better(client):
@@ -132,14 +143,27 @@ def test_exports_carry_every_number_with_ci_rank_and_run(client, board_world):
     assert {r["metric"] for r in data["rows"]} >= {"recall@1", "gs_t70"}  # all columns
 
 
-def test_a_new_run_makes_the_snapshot_stale_and_it_is_recomputed(client, board_world,
-                                                                 finished_submission):
-    client.get(BOARD)
+def test_a_new_run_makes_the_snapshot_stale_and_the_task_recomputes_it(client, board_world,
+                                                                       finished_submission):
+    refresh_ranks_job(_tiny_id(), "turn")
     first = RankSnapshot.objects.get()
     _, run = finished_submission(board_world["echo"], public=True)
-    client.get(BOARD)
+    page = client.get(BOARD).content.decode()  # stale: the new run is ranked in memory
+    assert f"/runs/{run.pk}/#metric-recall1" in page and _ranks(page)["echo"] == 1
+    assert RankSnapshot.objects.get().run_ids == first.run_ids  # and nothing was stored
+    refresh_ranks_job(_tiny_id(), "turn")
     snapshot = RankSnapshot.objects.get()
     assert run.pk in snapshot.run_ids and snapshot.run_ids != first.run_ids
+    assert _ranks(client.get(BOARD).content.decode()) == _ranks(page)  # same ranks either way
+
+
+def test_refresh_ranks_stores_every_leaderboard_once(board_world):
+    out = io.StringIO()
+    call_command("refresh_ranks", stdout=out)
+    assert "tiny/turn: 1 evaluator(s) ranked" in out.getvalue()
+    first = RankSnapshot.objects.get()
+    call_command("refresh_ranks", "--benchmark", "tiny", stdout=io.StringIO())
+    assert RankSnapshot.objects.get().computed_at == first.computed_at  # fresh: left alone
 
 
 def test_metric_names_and_system_names_are_escaped(client, board_world):
@@ -160,8 +184,8 @@ def test_query_count_does_not_grow_with_the_number_of_systems(client, django_ass
     synthetic_leaderboard(slug="many", systems=30, metrics=6, dialogues=8, seed=1)
     few, many = (reverse("leaderboard:board", args=[slug, "turn"]) + "?columns=all"
                  for slug in ("few", "many"))
-    for url in (few, many):  # the first render computes and stores the rank snapshot
-        assert client.get(url).status_code == 200
+    for slug in ("few", "many"):  # the snapshots the refresh task stores
+        rank_snapshots_refresh(benchmark=Benchmark.objects.get(slug=slug), protocol="turn")
     with CaptureQueriesContext(connection) as queries:
         client.get(few)
     assert len(queries) <= 4  # benchmark, runs, summaries, rank snapshots

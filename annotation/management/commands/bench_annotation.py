@@ -330,7 +330,7 @@ class Command(BaseCommand):
         errors = 0
         for kind, seconds, status in result["samples"]:
             by_kind.setdefault(kind, []).append(seconds * 1000)
-            expected = 200 if kind.startswith("item") else 303
+            expected = 200 if kind.startswith("item") else 307
             errors += status != expected
         total = len(result["samples"])
         summary = {
