@@ -7,7 +7,6 @@
 """
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from config.roles import STUDY_AUTHOR, has_role
@@ -22,15 +21,6 @@ def can_create_studies(user) -> bool:
 
 def can_manage_study(user, study: Study) -> bool:
     return user.is_authenticated and (user.is_staff or study.author_id == user.pk)
-
-
-def studies_for_user(user) -> QuerySet[Study]:
-    """Studies the user may open at all (as author, staff or member)."""
-    if not user.is_authenticated:
-        return Study.objects.none()
-    if user.is_staff:
-        return Study.objects.all()
-    return Study.objects.filter(Q(author=user) | Q(members__user=user)).distinct()
 
 
 def get_study_for_user(user, slug: str, *, write: bool = False) -> Study:

@@ -34,7 +34,6 @@ from annotation.lib.labels import (
 )
 from evaluation.models import Dialogue, Job, Run, UnitScore
 
-from .access import can_manage_study
 from .models import Annotation, ImportedField, ImportedLabel, Study, StudyItem, StudyMember
 from .selectors import gold_accuracy
 
@@ -336,10 +335,6 @@ def study_metric_leaderboard(*, study: Study, aspect: str, include_private: bool
 
 def metric_board_is_public(study: Study) -> bool:
     return study.is_public and study.benchmark.is_public
-
-
-def can_view_metric_board(user, study: Study) -> bool:
-    return metric_board_is_public(study) or can_manage_study(user, study)
 
 
 def metric_board_studies(*, user) -> list[Study]:

@@ -386,7 +386,6 @@ class Job(models.Model):
         IMPORT_BENCHMARK = "import_benchmark", "benchmark import"
         EVALUATION = "evaluation", "evaluation run"
         STUDY_EXPORT = "study_export", "study export"
-        IMPORT_PUBLIC = "import_public", "public data import"
         SIMULATION = "simulation", "user simulation"
         FACE_OPTIMIZATION = "face_optimization", "FACE instruction optimization"
 

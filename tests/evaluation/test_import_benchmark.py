@@ -82,6 +82,23 @@ def test_archives_import_with_or_without_a_top_folder(tiny_bundle_dir, tmp_path,
 
 
 @pytest.mark.django_db
+def test_background_import_queues_a_job_that_a_worker_runs(tiny_bundle_dir,
+                                                           django_capture_on_commit_callbacks):
+    from evaluation.models import Job
+
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs eagerly in tests
+        call_command("import_benchmark", str(tiny_bundle_dir), "--background", stdout=out)
+    job = Job.objects.get(kind=Job.Kind.IMPORT_BENCHMARK)
+    assert f"Queued import job {job.pk}" in out.getvalue()
+    assert job.status == Job.Status.SUCCEEDED and job.result == {"benchmark": "tiny"}
+    assert job.params["path"] == str(Path(tiny_bundle_dir).resolve())
+    assert Benchmark.objects.get(slug="tiny").dialogues.count() == 3
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("import_benchmark", str(tiny_bundle_dir / "nope"), "--background")
+
+
+@pytest.mark.django_db
 def test_second_import_of_same_slug_is_refused_unless_replace(tiny_bundle_dir):
     call_command("import_benchmark", str(tiny_bundle_dir), "--no-progress")
     with pytest.raises(CommandError, match="already exists"):

@@ -28,14 +28,12 @@ import hashlib  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import random  # noqa: E402
-import sqlite3  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterator, Mapping, Sequence  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any, Protocol  # noqa: E402
 
 import litellm  # noqa: E402
@@ -169,49 +167,6 @@ class InMemoryResponseCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._data)
-
-
-class SQLiteResponseCache:
-    """A file cache on the standard library's sqlite3; safe across threads and processes."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as connection:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(
-                "CREATE TABLE IF NOT EXISTS llm_response ("
-                " key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)"
-            )
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        # One short-lived connection per operation: sqlite3 connections are not shareable across
-        # threads by default, and WAL mode lets readers and a writer proceed concurrently.
-        connection = sqlite3.connect(self.path, timeout=30.0)
-        try:
-            with connection:  # commit on success, roll back on error
-                yield connection
-        finally:
-            connection.close()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._connect() as connection:
-            row = connection.execute(
-                "SELECT value FROM llm_response WHERE key = ?", (key,)
-            ).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def set(self, key: str, value: dict[str, Any]) -> None:
-        with self._connect() as connection:
-            connection.execute(
-                "INSERT OR REPLACE INTO llm_response (key, value, created_at) VALUES (?, ?, ?)",
-                (key, json.dumps(value), time.time()),
-            )
-
-    def __len__(self) -> int:
-        with self._connect() as connection:
-            return connection.execute("SELECT COUNT(*) FROM llm_response").fetchone()[0]
 
 
 def cache_key(config: ModelConfig, messages: Messages) -> str:

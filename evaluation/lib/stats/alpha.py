@@ -292,7 +292,3 @@ def alpha_parts(prepared: PreparedData) -> AlphaParts:
     if prepared.kind == "codes_nominal":
         return _nominal_parts(prepared.matrix)
     return _coincidence_parts(prepared.matrix, prepared.distances)
-
-
-def alpha_value(prepared: PreparedData) -> float | None:
-    return alpha_parts(prepared).value

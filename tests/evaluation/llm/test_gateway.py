@@ -18,7 +18,6 @@ from evaluation.lib.llm.gateway import (
     LLMConfigurationError,
     LLMGateway,
     ModelConfig,
-    SQLiteResponseCache,
     UsageMeter,
     cache_key,
 )
@@ -81,18 +80,6 @@ def test_cache_key_depends_on_model_messages_and_parameters_only():
     assert len(key) == 64
     assert base.stable_hash() == same_elsewhere.stable_hash()
     assert base.stable_hash() != ModelConfig("openai/a", logprobs=True).stable_hash()
-
-
-def test_sqlite_cache_lets_a_new_gateway_rerun_without_http(llm_server, tmp_path):
-    server = llm_server(["persisted answer"])
-    path = tmp_path / "cache" / "llm.sqlite3"
-    LLMGateway(SQLiteResponseCache(path)).complete(config_for(server), HELLO)
-
-    rerun = LLMGateway(SQLiteResponseCache(path)).complete(config_for(server), HELLO)
-
-    assert server.request_count == 1
-    assert rerun.cached and rerun.text == "persisted answer"
-    assert len(SQLiteResponseCache(path)) == 1
 
 
 def test_rate_limit_and_server_errors_are_retried_with_backoff(llm_server, sleeps):
