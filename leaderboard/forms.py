@@ -16,8 +16,14 @@ class SignupForm(UserCreationForm):
 
 
 class SystemForm(forms.ModelForm):
-    paper_url = forms.URLField(label="Paper link", required=False, assume_scheme="https")
-    code_url = forms.URLField(label="Code link", required=False, assume_scheme="https")
+    # A text box, not <input type="url">: the browser would refuse "arxiv.org/abs/…" without a
+    # scheme, which the server accepts (assume_scheme) — the two must agree.
+    paper_url = forms.URLField(label="Paper link", required=False, assume_scheme="https",
+                               widget=forms.TextInput(attrs={"inputmode": "url",
+                                                             "placeholder": "arxiv.org/abs/…"}))
+    code_url = forms.URLField(label="Code link", required=False, assume_scheme="https",
+                              widget=forms.TextInput(attrs={"inputmode": "url",
+                                                            "placeholder": "github.com/…"}))
 
     class Meta:
         model = System

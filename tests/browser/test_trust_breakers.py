@@ -35,3 +35,57 @@ def test_paper_bundle_download_appears_without_a_reload(page, live_server, tiny_
     study_export_job(job.pk)  # the worker's task, run here: the job finishes now
     page.locator("#bundle-status a", has_text="Download ZIP").wait_for(timeout=5_000)
     screenshot(page, "study-dashboard-bundle-ready")
+
+
+def test_leaderboard_system_column_sticks_when_scrolled_right(page, live_server, tiny_benchmark,
+                                                             researcher, tmp_path):
+    from tests.support.leaderboard import make_world
+
+    make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)
+    page.set_viewport_size({"width": 700, "height": 800})
+    page.goto("/leaderboards/tiny/turn/?columns=all")
+    box = page.locator(".table-scroll")
+    system = page.locator("tbody td.sticky-2").first
+    before = system.bounding_box()["x"]
+    width = box.evaluate("el => el.scrollWidth - el.clientWidth")
+    assert width > 200, "the table should be wider than the screen"
+    box.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
+    page.wait_for_timeout(100)
+    assert abs(system.bounding_box()["x"] - before) < 2, "the system names scrolled away"
+    screenshot(page, "leaderboard-scrolled-right")
+
+
+def test_a_link_without_a_scheme_is_accepted_in_the_browser(page, live_server, researcher):
+    from evaluation.models import System
+
+    log_in(page, live_server, researcher)
+    page.goto("/systems/new/")
+    page.fill("input[name=name]", "Schemeless")
+    page.fill("input[name=paper_url]", "arxiv.org/abs/2401.00001")
+    page.locator("main form button[type=submit]").first.click()
+    page.wait_for_url(lambda url: "/systems/new/" not in url)
+    assert System.objects.get(name="Schemeless").paper_url == "https://arxiv.org/abs/2401.00001"
+
+
+def test_pages_fit_a_phone_width_screen(page, live_server, tiny_benchmark, researcher,
+                                        tmp_path):
+    from tests.support.leaderboard import make_world
+
+    make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)
+    page.set_viewport_size({"width": 375, "height": 740})
+    wide = []
+    for path in ("/", "/benchmarks/", "/benchmarks/tiny/", "/benchmarks/tiny/dialogues/d1/",
+                 "/leaderboards/", "/leaderboards/tiny/turn/", "/systems/",
+                 "/systems/lb-public/", "/accounts/login/", "/signup/"):
+        page.goto(path)
+        overflow = page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        if overflow > 1:
+            culprits = page.evaluate("""() => Array.from(document.querySelectorAll('main *'))
+                .filter(e => e.getBoundingClientRect().right >
+                             document.documentElement.clientWidth + 1)
+                .filter(e => !e.closest('.table-scroll, table.data, pre'))
+                .slice(0, 4).map(e => e.tagName + '.' + e.className)""")
+            wide.append((path, overflow, culprits))
+    screenshot(page, "phone-signup")
+    assert not wide, wide
