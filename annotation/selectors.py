@@ -359,16 +359,22 @@ def practice_feedback(expected: dict, values: dict) -> list[dict]:
 # --- study pages ---------------------------------------------------------------------------
 
 def memberships_for_user(*, user) -> list[dict]:
+    # "done" counts the items that count: practice (calibration) and gold checks are extra
     members = (StudyMember.objects.filter(user=user).select_related("study")
                .annotate(submitted=Count("assignments", filter=Q(
-                   assignments__status=Assignment.Status.SUBMITTED)))
+                   assignments__status=Assignment.Status.SUBMITTED,
+                   assignments__item__kind=StudyItem.Kind.NORMAL)))
                .order_by("-study__created_at"))
     return [{"member": m, "study": m.study, "submitted": m.submitted} for m in members]
 
 
 def authored_studies(*, user):
+    # The items to label, as the dashboard counts them; practice and gold items apart.
+    normal = Q(items__kind=StudyItem.Kind.NORMAL)
     studies = Study.objects.select_related("benchmark").annotate(
-        item_count=Count("items", distinct=True), member_count=Count("members", distinct=True))
+        item_count=Count("items", filter=normal, distinct=True),
+        extra_items=Count("items", filter=~normal, distinct=True),
+        member_count=Count("members", distinct=True))
     return studies if user.is_staff else studies.filter(author=user)
 
 
