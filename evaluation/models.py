@@ -577,7 +577,7 @@ class LLMCacheEntry(models.Model):
 class DebateTurn(models.Model):
     """One role's statement and 0–100 score in one round of a CoRE debate on one log.
 
-    CoRE (seed 000, §4.2): every round is kept, including a role whose answer was unusable
+    CoRE (§4.2): every round is kept, including a role whose answer was unusable
     (`failure`; `carried_over` when its previous score stood in), so the transcript, the final
     score and the agreement-over-rounds chart never hide a failed turn.
     """

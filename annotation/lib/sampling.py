@@ -1,6 +1,6 @@
 """Choosing what a study judges: a seeded sample of dialogue turns, optionally stratified.
 
-Trace's human study (seed 004, §7.1 and Appendix K) judged 30 dialogues x 3 systems: the same
+Trace's human study (§7.1 and Appendix K) judged 30 dialogues x 3 systems: the same
 turn of the same dialogue answered by every system (a paired design). That is the default here.
 `stratify="difficulty"` keeps the difficulty mix of the eligible dialogues (proportional
 allocation, largest remainders); `stratify="system"` samples SIZE turns per system independently,

@@ -1,12 +1,12 @@
 """The annotation task forms and their server-side validation (annotation.md §The item page).
 
 Forms follow the human protocols of the seeds:
-- Trace (seed 004, Appendix K.1, Task 1): citation check per extracted quote (Supported / Partial /
+- Trace (Appendix K.1, Task 1): citation check per extracted quote (Supported / Partial /
   Not supported, Partial when unsure), the error checklist with the exclusive "No errors", and
   Likert scales (informativeness and naturalness 1-5 with anchors at 1, 3 and 5).
 - Trace Task 2: blind recommendation (pick 1-3 candidate items, verbatim review quotes, a sentence).
-- CoRE (seed 000, §4.1 and the human study): the twelve factors 0-4 and an overall 0-100 score.
-- FACE (seed 001, §3.1; scales as released in CRSArena-Eval, metrics.md §C): turn-level relevance
+- CoRE (§4.1 and the human study): the twelve factors 0-4 and an overall 0-100 score.
+- FACE (§3.1; scales as released in CRSArena-Eval, metrics.md §C): turn-level relevance
   and interestingness per system turn, five dialogue-level aspects.
 - Arena-style pairwise preference between two blinded responses.
 

@@ -1,4 +1,4 @@
-"""The LLM baselines of Trace (seed 004, Appendix F) as stored `turn` submissions.
+"""The LLM baselines of Trace (Appendix F) as stored `turn` submissions.
 
 `llm_baseline_submission_create` answers every turn a submission must answer with LLM
 Zero-Shot (dialogue + candidate cards) or RAG-Citation (plus the candidates' review sentences
@@ -6,7 +6,7 @@ closest to the user's words; the answer must quote ten or more words verbatim, w
 retries), through the one gateway and its database cache, and stores the result under the
 baseline's system (one system per baseline and model) after `submission_create` validated it.
 
-A turn whose answers stay unusable is not filled in by another method (the seed falls back to
+A turn whose answers stay unusable is not filled in by another method (the Trace paper falls back to
 popularity): it is stored as an explicit non-answer, an empty ranking with the text
 `NO_ANSWER`, which every metric scores as a miss, and it is counted and listed in the report.
 """

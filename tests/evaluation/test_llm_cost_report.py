@@ -1,4 +1,4 @@
-"""CoRE's token cost per log on the demo benchmark (real prompts, scripted answers of the seed's
+"""CoRE's token cost per log on the demo benchmark (real prompts, scripted answers of CoRE's
 average lengths) and the debate's prompt growth, which must be at most linear in rounds."""
 
 import io
@@ -35,7 +35,7 @@ def test_debate_prompt_grows_linearly_in_rounds_on_demo_logs(demo):
     growth = report.growth()
     assert growth["max_increment_change"] <= 120
     summary = report.summary()
-    # Prompt sizes are real; with the seed's answer lengths the totals land near its figures.
+    # Prompt sizes are real; with CoRE's answer lengths the totals land near its figures.
     assert 8_000 < summary["per_log"]["factors"]["total"] < 30_000
     assert 25_000 < summary["per_log"]["debate"]["total"] < 80_000
 
@@ -45,5 +45,5 @@ def test_cost_report_command_prints_figures_beside_the_seeds():
     call_command("llm_cost_report", logs=2, stdout=out)
     text = out.getvalue()
     assert "CoRE tokens per log on 2 conversations" in text
-    assert "21,114" in text and "51,337" in text  # the seed's totals, side by side
+    assert "21,114" in text and "51,337" in text  # CoRE's totals, side by side
     assert "increment per round" in text and "r4:" in text

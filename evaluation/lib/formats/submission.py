@@ -1,6 +1,6 @@
 """Submissions of formats.md §2: stream, validate and read `turn` and `log` files.
 
-Protocol `turn` (Trace, seed 004 §4): one line per answered system turn,
+Protocol `turn` (Trace, §4): one line per answered system turn,
 `{dialogue_id, turn_index, response, ranked_item_ids, citations: [{label, review_id, quote}]}`.
 The answered turns are the reference system turns that recommend or compare plus the first
 system turn after each reject_and_refine (`evaluation.lib.metrics.suite.evaluated_turn_keys`).

@@ -1,12 +1,12 @@
 """Plain-data adapters between Concord's formats and the LLM judges and baselines.
 
-- ``judged_turns``: the Trace LLM judge's input (seed 004, Appendix J) for every recommend/compare
+- ``judged_turns``: the Trace LLM judge's input (Appendix J) for every recommend/compare
   turn a ``turn`` submission answered: the reference dialogue before the turn (the context the
   system answered), the submitted response and the reviews its labels cite.
 - ``reference_log``: a benchmark dialogue as a ``log`` (formats spec §2), the reference system's
   conversation, used to measure CoRE's token cost on the demo benchmark.
 - ``baseline_context`` / ``baseline_evidence``: what the LLM Zero-Shot and RAG-Citation baselines
-  (seed 004, Appendix F) see for a turn: the conversation so far and the candidate cards, and the
+  (Trace, Appendix F) see for a turn: the conversation so far and the candidate cards, and the
   review sentences of the candidates most similar to the user's words.
 
 Pure Python: no Django import.

@@ -1,6 +1,6 @@
 """LLM baselines that answer Trace-style reference contexts (protocol ``turn``).
 
-Seed 004 (Trace), Appendix F "Baseline Implementation Details":
+Trace, Appendix F "Baseline Implementation Details":
 
 - LLM Zero-Shot: the dialogue so far and formatted candidate cards go to the LLM with a short
   action instruction; it returns a ranking of the candidates and the next system response.
@@ -9,9 +9,9 @@ Seed 004 (Trace), Appendix F "Baseline Implementation Details":
   from that evidence, with up to two retries when the quote check fails.
 
 Both produce ``turn`` submission lines (formats spec §2): ``{dialogue_id, turn_index, response,
-ranked_item_ids, citations: [{label, review_id, quote}]}``. The seed falls back to a popularity
-ranking when the LLM fails; Concord instead records the failure, so a run's numbers are never
-silently made by another system.
+ranked_item_ids, citations: [{label, review_id, quote}]}``. The Trace paper falls back to a
+popularity ranking when the LLM fails; Concord instead records the failure, so a run's numbers
+are never silently made by another system.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Conversation logs as LLM judges read them.
 
-Implements the log pre-processing of CoRE (seed 000, §6.5 and Fig. 13): a ``log`` submission
+Implements the log pre-processing of CoRE (§6.5 and Fig. 13): a ``log`` submission
 (formats spec §2: ``{log_id, dialogue_id?, turns: [{role, text, recommended_item_ids?}],
 ground_truth_item_ids?, metadata?}``) is split into ``history`` (context, not rated) and
 ``interaction`` (rated), and the system's per-turn recommendation lists are concatenated into one

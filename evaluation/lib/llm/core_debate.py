@@ -35,14 +35,14 @@ DEBATE_SCORE_RANGE = (0, 100)
 class DebateSettings:
     """How the debate runs.
 
-    ``agreement_tolerance``: the roles agree when max(score) − min(score) ≤ tolerance. The seed
-    stops only when "all roles provide the same score", i.e. tolerance 0 (the default).
+    ``agreement_tolerance``: the roles agree when max(score) − min(score) ≤ tolerance. The CoRE
+    paper stops only when "all roles provide the same score", i.e. tolerance 0 (the default).
 
     ``buffer``: what later rounds see of the discussion.
-    - ``"all_rounds"`` (default, as in the seed): every earlier round's four statements. The
-      prompt of round r holds r − 1 rounds, so its size grows linearly with r (the seed's Table 21
-      shows the same growth); each statement is cut to ``max_statement_chars``, which bounds
-      the growth per round by 4 × that cap.
+    - ``"all_rounds"`` (default, as in CoRE): every earlier round's four statements.
+      The prompt of round r holds r − 1 rounds, so its size grows linearly with r (the paper's
+      Table 21 shows the same growth); each statement is cut to ``max_statement_chars``, which
+      bounds the growth per round by 4 × that cap.
     - ``"latest_round"``: only the previous round's statements; constant prompt size.
     """
 
@@ -220,7 +220,8 @@ def _render_evaluation_result(
     results: Mapping[str, FactorResult], role: DebateRole, max_chars: int
 ) -> str:
     # All twelve scores go to every role; rationales only for the role's own three factors, as in
-    # the seed ("scores and reasons relevant to their interests"), which also bounds the prompt.
+    # CoRE ("scores and reasons relevant to their interests"), which also bounds the
+    # prompt.
     entries = []
     for guideline in FACTOR_GUIDELINES:
         result = results.get(guideline.key)
@@ -304,7 +305,7 @@ def run_debate(
     """Run the debate; every round is recorded.
 
     Within a round the roles answer independently (concurrently) and see only earlier rounds,
-    as in the seed, where the buffer is appended once all roles have spoken. A role whose answer
+    as in CoRE, where the buffer is appended once all roles have spoken. A role whose answer
     stays unusable keeps its previous score (``carried_over``); if that happens in round 1 the
     role has no score and the debate ends as a recorded failure.
     """

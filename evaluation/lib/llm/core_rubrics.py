@@ -1,10 +1,10 @@
 """CoRE evaluation guidelines and debate roles, written for Concord.
 
-Seed 000 (CoRE), §4.1 Table 1 (the twelve factors in four dimensions), Appendix D (per-factor
+CoRE, §4.1 Table 1 (the twelve factors in four dimensions), Appendix D (per-factor
 definition, evaluation standard, evaluation steps) and Appendix H (debate roles). The wording here
-is our own; the scoring standards keep the seed's counting rules: each standard counts something
+is our own; the scoring standards keep CoRE's counting rules: each standard counts something
 observable in the ``<interaction>`` part (misaligned turns, unrepaired errors, grammatical
-errors, less-known items, …) and maps the count to 0–4. Where the seed leaves a gap (for
+errors, less-known items, …) and maps the count to 0–4. Where CoRE leaves a gap (for
 example Semantic Relevance only defines 4, 2 and 0, or "more than 4" errors leaves exactly 4
 undefined), the rule is completed in the obvious monotone way and says so.
 """
@@ -299,6 +299,7 @@ FACTOR_GUIDELINES: tuple[FactorGuideline, ...] = (
             "About half are in the list: 2 points.",
             "Fewer than half, but at least one, are in the list: 1 point.",
             "None are in the list, or the system names no item at all: 0 points.",
+            # prompt text (its wording is part of the evaluator's version): left as it was
             "(The seed defines 4, 2 and 0; 3 and 1 fill the gaps between them.)",
         ),
         steps=(

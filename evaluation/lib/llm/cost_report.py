@@ -1,6 +1,6 @@
 """What CoRE costs in tokens per log, measured with real prompts and scripted answers.
 
-CoRE (seed 000), Appendix E, Tables 20 and 21 report ≈ 21.1k tokens per log for the twelve
+CoRE, Appendix E, Tables 20 and 21 report ≈ 21.1k tokens per log for the twelve
 factors (16.5k input, 4.6k output, i.e. ≈ 383 output tokens per factor) and ≈ 51.3k for a
 four-round debate (49.0k input, ≈ 146 output tokens per statement). To measure Concord's own
 figures without an API key, ``measure_core_cost`` runs the real CoRE code path (prompt
@@ -9,11 +9,11 @@ that answers every request with a well-formed answer of a fixed length in tokens
 
 - factor prompts: reasoning of ``factor_answer_tokens`` tokens, then ``<rating>3</rating>``;
 - debate prompts: a JSON statement of ``statement_tokens`` tokens with per-role scores that never
-  converge, so every debate runs all its rounds (the seed's Table 21 case, and the worst case);
+  converge, so every debate runs all its rounds (CoRE's Table 21 case, and the worst case);
 - the persuasiveness prompt: a short reason and ``<rating>1</rating>``.
 
 Prompt sizes are therefore real (counted with the cl100k_base BPE bundled with litellm, over the
-message contents) and answer sizes are the seed's averages, an assumption. The per-round prompt
+message contents) and answer sizes are CoRE's averages, an assumption. The per-round prompt
 size of every role shows how the debate grows: the discussion buffer adds the previous round's
 four statements, so the prompt grows linearly in the number of rounds.
 
@@ -188,7 +188,7 @@ class CostReport:
         return statistics.fmean(getattr(log, part)[key] for log in self.logs)
 
     def per_round(self) -> dict[str, dict[int, float]]:
-        """Mean prompt tokens per role and round (the seed's Table 21, input column)."""
+        """Mean prompt tokens per role and round (CoRE's Table 21, input column)."""
         table: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
         for log in self.logs:
             for role, rounds in log.round_inputs.items():

@@ -1,15 +1,15 @@
 """What each LLM evaluator declares (metrics spec, preamble): name, version, the protocol it
 reads, the unit it scores, its metrics with range and direction, and a hashed configuration.
 
-- ``core``: CoRE (seeds 000 and 003; metrics spec §B) on ``log`` submissions, unit = log: the
+- ``core``: CoRE (metrics spec §B) on ``log`` submissions, unit = log: the
   twelve factors (0–4), their mean, the four-role debate's final score (0–100), and beside it
   Recall@1/5/10 on the session list and the iEvaLM persuasiveness score (0–2).
-- ``trace_judge``: the Trace LLM judge (seed 004, Appendix J; metrics spec §A) on ``turn``
+- ``trace_judge``: the Trace LLM judge (Appendix J; metrics spec §A) on ``turn``
   submissions, unit = recommend/compare turn: five criteria 1–5.
-- ``face``: FACE (seed 001, §2) on ``log`` submissions: per system turn relevance and
+- ``face``: FACE (§2) on ``log`` submissions: per system turn relevance and
   interestingness, per log understanding, task completion, interest arousal, efficiency and
   overall impression, each the mean of particle scores read from score distributions (Eq. 1).
-- ``pepper_judge``: the PEPPER qualitative judge (seed 002, §3.3.2; metrics spec §D) on ``log``
+- ``pepper_judge``: the PEPPER qualitative judge (§3.3.2; metrics spec §D) on ``log``
   submissions, unit = log: three criteria 1–5.
 
 Pure Python: no Django import.

@@ -1,9 +1,9 @@
 """Shared discipline for LLM judges: parse the answer, re-ask a bounded number of times, and
 record a failure rather than invent a score.
 
-Used by the CoRE evaluator (seed 000 §4.1: rationale first, then ``<rating>n</rating>``), the
-Trace LLM judge (seed 004, Appendix J "LLM-as-Judge"), the PEPPER qualitative judge (seed 002
-§3.3.2) and the LLM baselines (seed 004, Appendix F), which all ask for a structured answer.
+Used by the CoRE evaluator (§4.1: rationale first, then ``<rating>n</rating>``), the
+Trace LLM judge (Appendix J "LLM-as-Judge"), the PEPPER qualitative judge
+(§3.3.2) and the LLM baselines (Trace, Appendix F), which all ask for a structured answer.
 """
 
 from __future__ import annotations

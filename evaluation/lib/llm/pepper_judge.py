@@ -1,6 +1,6 @@
 """The PEPPER qualitative judge: proactiveness, coherence and personalization, each 1–5.
 
-Seed 002 (PEPPER), §3.3.2 "Qualitative Metric for Preference Elicitation" and Table 15: an LLM
+PEPPER, §3.3.2 "Qualitative Metric for Preference Elicitation" and Table 15: an LLM
 reads the whole dialogue and the simulated user's general preferences and rates how the system
 elicits preferences. Proactiveness and coherence are judged on the dialogue itself,
 personalization on how well suggestions and explanations match the user's preferences. The

@@ -1,6 +1,6 @@
 """The Trace LLM judge: five 1–5 ratings of one recommend/compare system turn.
 
-Seed 004 (Trace), Appendix A Table 7 ("LLM Judge" family) and Appendix J ("LLM-as-Judge"):
+Trace, Appendix A Table 7 ("LLM Judge" family) and Appendix J ("LLM-as-Judge"):
 Relevance (does the response address the user's stated need?), Informativeness (specific and
 actionable?), Grounding quality (claims supported by evidence?), Natural flow (conversational
 naturalness) and Justification (well-reasoned recommendation explanations?), each 1–5, on

@@ -1,4 +1,4 @@
-"""Trace metric suite (seed 004): pure-Python metrics over plain data, no Django imports.
+"""Trace metric suite: pure-Python metrics over plain data, no Django imports.
 
 Modules map to the paper's metric families: ``accuracy`` (Recall@k, MRR, Hit@k),
 ``grounding`` (GS, CD, PC, CGS), ``entailment`` (NLI grounding, CGSent), ``practical``

@@ -1,4 +1,4 @@
-"""Recommendation accuracy for Trace (seed 004, §3, §6.1 and Appendices J, P, Q, S).
+"""Recommendation accuracy for Trace (§3, §6.1 and Appendices J, P, Q, S).
 
 All functions score one evaluated turn: the system's ranked list against the reference turn's
 gold items (and, for multi-reference recall, its acceptable alternatives). The ranking is taken

@@ -1,4 +1,4 @@
-"""NLI entailment grounding and CGSent for Trace (seed 004, §3, §6.2 and Appendix L).
+"""NLI entailment grounding and CGSent for Trace (§3, §6.2 and Appendix L).
 
 Entailment grounding of a turn = share of its claim sentences that the cited reviews entail
 (entailment probability ≥ 0.5 under a DeBERTa-class NLI model). CGSent is CGS with GS replaced

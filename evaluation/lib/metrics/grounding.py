@@ -1,4 +1,4 @@
-"""Fuzzy review-span grounding for Trace (seed 004, §3, §6.2, Appendix J and Appendix L).
+"""Fuzzy review-span grounding for Trace (§3, §6.2, Appendix J and Appendix L).
 
 Per evaluated system turn:
 - GS (Grounding Score): share of quotes whose best ``rapidfuzz.fuzz.partial_ratio`` against the

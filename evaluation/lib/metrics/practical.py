@@ -1,4 +1,4 @@
-"""Practical-value metrics for Trace (seed 004, §3, Appendix A Table 7 and Appendix E).
+"""Practical-value metrics for Trace (§3, Appendix A Table 7 and Appendix E).
 
 Dialogue-level diagnostics over the items a system recommended in one dialogue (the suite uses
 each evaluated turn's top-ranked item, de-duplicated, in dialogue order):

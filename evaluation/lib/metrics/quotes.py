@@ -1,4 +1,4 @@
-"""Quote and citation-label extraction for Trace grounding metrics (seed 004, §3 and Appendix J).
+"""Quote and citation-label extraction for Trace grounding metrics (§3 and Appendix J).
 
 Trace responses quote reviews inside double quotes followed by a label, e.g.
 ``"the crab cakes were incredible" [R2]`` (formats.md §2). GS, CD and PC all start here.

@@ -1,4 +1,4 @@
-"""Dialogue-level recovery metrics for Trace (seed 004, §6.3, Appendix J and Appendix N).
+"""Dialogue-level recovery metrics for Trace (§6.3, Appendix J and Appendix N).
 
 A turn "hits" when the system's top-k (k = 1 by default: the item it actually recommends)
 contains a gold item of that reference turn.

@@ -1,4 +1,4 @@
-"""The Trace non-LLM metric suite as one pure entry point (seed 004, §3 and Appendices J, L).
+"""The Trace non-LLM metric suite as one pure entry point (§3 and Appendices J, L).
 
 :func:`evaluate_submission` scores a ``turn``-protocol submission (formats.md §2) against a
 benchmark's reference dialogues and returns one value per (metric, unit):

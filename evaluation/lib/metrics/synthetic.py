@@ -1,4 +1,4 @@
-"""Deterministic synthetic inputs for timing the Trace metric suite (seed 004 shapes).
+"""Deterministic synthetic inputs for timing the Trace metric suite (shapes as in the Trace paper).
 
 The generator mimics Trace's structure: cities × three item types, several reviews per item,
 8-item candidate pools, dialogues with four recommend/compare system turns and one

@@ -1,4 +1,4 @@
-"""Surface text similarity for Trace (seed 004, Appendix J "Text Quality").
+"""Surface text similarity for Trace (Appendix J "Text Quality").
 
 Both metrics compare a system response with the reference system turn of the same context.
 - BLEU-4: sacrebleu's sentence BLEU (13a tokenisation, exponential smoothing — Chen & Cherry —

@@ -1,4 +1,4 @@
-"""Plain input and description types for the Trace metric suite (seed 004, §3 and Appendix J).
+"""Plain input and description types for the Trace metric suite (§3 and Appendix J).
 
 The Django side builds these from the database; the metrics never see a model instance.
 Identifiers are strings throughout (formats.md: "Identifiers are strings").

@@ -1,4 +1,4 @@
-"""Reference baselines of Trace (seed 004, §5, Appendix A Table 8, Appendix F) that produce
+"""Reference baselines of Trace (§5, Appendix A Table 8, Appendix F) that produce
 `turn` submissions (formats.md §2) for any benchmark with items, reviews and dialogues.
 
 Pure Python over plain bundle records (formats.md §1); nothing here imports Django. The Dense

@@ -1,4 +1,4 @@
-"""Keyword aspect sentiment for the Aspect baseline (Trace, seed 004, Appendix F
+"""Keyword aspect sentiment for the Aspect baseline (Trace, Appendix F
 "AspectRetrievalBaseline").
 
 Five aspect categories — food, service, ambiance, value, location — are detected by keywords.

@@ -1,4 +1,4 @@
-"""What a reference baseline sees (Trace, seed 004 §5 and Appendix F): the catalogue and, for
+"""What a reference baseline sees (Trace, §5 and Appendix F): the catalogue and, for
 each turn it answers, the dialogue so far and the candidate pool — never the gold.
 
 Baselines answer reference contexts (protocol `turn`, formats.md §2): for every turn a

@@ -1,4 +1,4 @@
-"""Sentence embeddings for the Dense baseline (Trace, seed 004, Appendix F
+"""Sentence embeddings for the Dense baseline (Trace, Appendix F
 "DenseRetrievalBaseline": all-MiniLM-L6-v2).
 
 The model is the copy of sentence-transformers/all-MiniLM-L6-v2 that the PyPI package

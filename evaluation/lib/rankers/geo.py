@@ -1,4 +1,4 @@
-"""Geography for the Spatial and Itinerary baselines (Trace, seed 004, Appendix F
+"""Geography for the Spatial and Itinerary baselines (Trace, Appendix F
 "SpatialBaseline", "ItineraryBaseline").
 
 - Anchor detection: the last place the user mentions by name — a neighbourhood (items'

@@ -1,4 +1,4 @@
-"""Sparse lexical retrieval for the TF-IDF baseline (Trace, seed 004, Appendix F "TFIDFBaseline").
+"""Sparse lexical retrieval for the TF-IDF baseline (Trace, Appendix F "TFIDFBaseline").
 
 An item's document is its name, categories, description and all its review texts. Weights use
 logarithmic term frequency, 1 + ln(tf), and smoothed inverse document frequency,

@@ -1,4 +1,4 @@
-"""The seven non-LLM reference baselines of Trace (seed 004, §5, Appendix A Table 8 and
+"""The seven non-LLM reference baselines of Trace (§5, Appendix A Table 8 and
 Appendix F), each ranking the candidate pool and answering with verbatim review quotes.
 
 - Popularity: stars × ln(1 + number of reviews); ignores the conversation.

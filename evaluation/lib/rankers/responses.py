@@ -1,4 +1,4 @@
-"""Template responses that quote reviews verbatim with `[Rn]` labels (Trace, seed 004, §5 and
+"""Template responses that quote reviews verbatim with `[Rn]` labels (Trace, §5 and
 Appendix F: the non-LLM baselines answer with fixed templates around review spans).
 
 A quote is one whole sentence of a review of the recommended item, copied character for

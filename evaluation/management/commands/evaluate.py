@@ -84,7 +84,7 @@ class Command(BaseCommand):
         core.add_argument("--max-rounds", type=int, default=4, help="debate rounds at most")
         core.add_argument("--debate-buffer", choices=["all_rounds", "latest_round"],
                           default="all_rounds", help="what later rounds see: every earlier "
-                          "round (the seed; the prompt grows linearly) or the latest one only")
+                          "round (CoRE; the prompt grows linearly) or the latest one only")
         face = parser.add_argument_group("FACE")
         face.add_argument("--instructions", action="append", default=[], metavar="VERSION",
                           help="an optimized instruction set, e.g. relevance-v1 (repeatable, "

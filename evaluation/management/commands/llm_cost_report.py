@@ -1,6 +1,7 @@
 """`manage.py llm_cost_report`: CoRE's tokens per log (twelve factors, the debate), measured on
 the demo benchmark's reference conversations with real prompts and scripted answers of the
-seed's average lengths (evaluation.lib.llm.cost_report), beside the seed's ≈ 21k + ≈ 51k tokens.
+CoRE paper's average lengths (evaluation.lib.llm.cost_report), beside the paper's ≈ 21k + ≈ 51k
+tokens.
 
 No model and no API key are needed: a local dry-run server answers. `--benchmark` measures a
 stored benchmark instead of the generated demo.

@@ -1,4 +1,4 @@
-"""LLM Zero-Shot and RAG-Citation baselines (seed 004, Appendix F) producing ``turn`` lines."""
+"""LLM Zero-Shot and RAG-Citation baselines (Trace, Appendix F) producing ``turn`` lines."""
 
 from __future__ import annotations
 

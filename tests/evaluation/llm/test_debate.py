@@ -1,4 +1,4 @@
-"""CoRE multi-agent debate (seed 000 §4.2): stopping rules, final score, records, prompt growth."""
+"""CoRE multi-agent debate (§4.2): stopping rules, final score, records, prompt growth."""
 
 from __future__ import annotations
 

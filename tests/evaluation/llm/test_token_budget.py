@@ -1,9 +1,9 @@
-"""Token budget of CoRE on a realistic log (seed 000, Appendix E, Tables 20 and 21).
+"""Token budget of CoRE on a realistic log (Appendix E, Tables 20 and 21).
 
 The prompts are the real ones; the scripted server counts them with a GPT-4-class BPE
 (cl100k_base, bundled with litellm, so no download). Answers are scripted at lengths close to
-the seed's averages (≈ 380 output tokens per factor, ≈ 150 per debate statement), so the output
-side is an assumption and the input side is a measurement. The seed reports ≈ 21k tokens per log
+CoRE's averages (≈ 380 output tokens per factor, ≈ 150 per debate statement), so the output
+side is an assumption and the input side is a measurement. CoRE reports ≈ 21k tokens per log
 for the twelve factors and ≈ 51k for a four-round debate.
 
 Run with ``-s`` to print the figures.
@@ -48,7 +48,7 @@ def factor_answer(request) -> str:
 
 def debate_answer(request) -> str:
     role, number = debate_role_and_round(request)
-    # Scores that never converge, so all four rounds run (the seed's worst case).
+    # Scores that never converge, so all four rounds run (CoRE's worst case).
     score = {"Common User": 40, "Domain Expert": 55, "Linguist": 70, "HCI Expert": 20}[role]
     statement = prose(STATEMENT_WORDS, f"{role} view in round {number}")
     return json.dumps({"evaluator": role, "statement": statement, "score": score + number})

@@ -1,4 +1,4 @@
-"""The Trace LLM judge (seed 004, App. J) and the PEPPER qualitative judge (seed 002, §3.3.2)."""
+"""The Trace LLM judge (App. J) and the PEPPER qualitative judge (§3.3.2)."""
 
 from __future__ import annotations
 
