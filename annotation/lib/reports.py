@@ -254,7 +254,8 @@ class ScoreSet:
 
 
 def _last(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
+    # CRSArena-Eval calls FACE's overall impression `dialogue_overall`: it is `overall`.
+    return name.rsplit(".", 1)[-1].removeprefix("dialogue_")
 
 
 def match_aspects(scores: Sequence[ScoreSet], fields: Mapping[str, FieldSpec]

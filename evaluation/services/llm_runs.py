@@ -512,7 +512,9 @@ def _debate_rows(run: Run, unit: str, cluster: str, debate: DebateResult) -> lis
     return [
         DebateTurn(run=run, unit_id=unit, dialogue_id=cluster, round=turn.round, role=turn.role,
                    position=_ROLE_POSITION.get(turn.role, 99), score=turn.score,
-                   statement=turn.statement, failure=turn.failure or "",
+                   # A failed turn keeps the model's last answer (its statement was unusable).
+                   statement=turn.answer if turn.failure else turn.statement,
+                   failure=turn.failure or "",
                    carried_over=turn.carried_over, attempts=turn.attempts)
         for debate_round in debate.rounds for turn in debate_round.turns
     ]

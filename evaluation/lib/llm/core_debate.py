@@ -72,6 +72,9 @@ class DebateTurn:
     # (recorded, so the chart and the final score never hide a failed turn).
     carried_over: bool = False
     attempts: int = 1
+    # A failed turn's last answer, so a reader sees why it was unusable (as for a failed factor);
+    # never shown to the other roles, whose discussion has only usable statements.
+    answer: str = ""
 
 
 @dataclass(frozen=True)
@@ -389,6 +392,7 @@ def _debate_turn(
         failure=outcome.failure,
         carried_over=previous is not None,
         attempts=outcome.attempts,
+        answer=outcome.raw_answers[-1] if outcome.raw_answers else "",
     )
 
 

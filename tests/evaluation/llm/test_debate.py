@@ -185,6 +185,8 @@ def test_malformed_replies_are_reasked_and_a_failed_role_keeps_its_previous_scor
     linguist_round2 = next(t for t in result.rounds[1].turns if t.role == "linguist")
     assert linguist_round2.carried_over and linguist_round2.score == 80
     assert "unparseable after 3 answers" in linguist_round2.failure
+    assert linguist_round2.answer == "I refuse to answer in JSON."  # kept, like a failed factor
+    assert linguist_round2.statement == ""  # never shown to the other roles
     assert len(result.rounds) == 4  # 60, 60, 60 vs the linguist's 80: no agreement
     assert result.final_score == pytest.approx((60 * 3 + 80) / 4)
 

@@ -151,3 +151,18 @@ def test_beam_step_keeps_the_best_b_by_training_correlation():
     pool = {"a": 0.2, "b": None, "c": 0.6, "d": 0.6, "e": -0.1}
     assert beam_select(pool, 2) == ["c", "d"]  # tie: the earlier one first
     assert beam_select(pool, 4) == ["c", "d", "a", "e"]  # undefined last
+
+
+def test_face_metrics_meet_the_study_fields_they_are_named_after():
+    from annotation.lib.labels import FieldSpec
+    from annotation.lib.reports import ScoreSet, match_aspects
+
+    fields = {name: FieldSpec(name, unit, "ordinal", 0, 4) for name, unit in (
+        ("relevance", "turn"), ("interestingness", "turn"), ("dialogue_overall", "dialogue"),
+        ("understanding", "dialogue"))}
+    scores = [ScoreSet("face", a.metric, a.level) for a in ASPECTS.values()]
+    pairs, by_name = match_aspects(scores, fields)
+    assert by_name
+    assert {(s.metric, f.name) for s, f in pairs} == {
+        ("face.relevance", "relevance"), ("face.interestingness", "interestingness"),
+        ("face.overall", "dialogue_overall"), ("face.understanding", "understanding")}
