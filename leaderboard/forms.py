@@ -49,3 +49,33 @@ class SubmissionForm(forms.Form):
 
     def clean_benchmark(self):
         return self.benchmarks[self.cleaned_data["benchmark"]]
+
+
+class SimulationForm(forms.Form):
+    """Run a user simulator against the researcher's own live system (docs/simulation.md)."""
+
+    endpoint = forms.URLField(
+        label="Live endpoint URL", required=False, assume_scheme="http",
+        help_text="your system's concord-live/1 endpoint (docs/formats.md §4); leave empty to "
+                  "keep the registered one")
+    api_key_env = forms.RegexField(
+        label="API key variable", required=False, regex=r"^[A-Z_][A-Z0-9_]*$",
+        help_text="the NAME of the environment variable holding the key on Concord's workers "
+                  "(the key itself is never stored)")
+    timeout_seconds = forms.FloatField(label="Timeout (s)", initial=30, min_value=0.1,
+                                       max_value=600)
+    benchmark = forms.ChoiceField()
+    simulator = forms.ChoiceField(choices=[
+        ("template", "template — deterministic, no LLM (not PEPPER)"),
+        ("pepper", "PEPPER — target-free, LLM"), ("ievalm", "iEvaLM-style — target-based, LLM")])
+    users = forms.IntegerField(min_value=1, max_value=5000, initial=20)
+    turns = forms.IntegerField(min_value=1, max_value=50, initial=10)
+    seed = forms.IntegerField(initial=0)
+
+    def __init__(self, *args, benchmarks=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.benchmarks = {b.slug: b for b in benchmarks}
+        self.fields["benchmark"].choices = [(b.slug, b.name) for b in benchmarks]
+
+    def clean_benchmark(self):
+        return self.benchmarks[self.cleaned_data["benchmark"]]

@@ -17,6 +17,7 @@ urlpatterns = [
     path("systems/new/", views.system_create_view, name="system_create"),
     path("systems/<slug:slug>/", views.system_detail, name="system_detail"),
     path("systems/<slug:slug>/edit/", views.system_edit, name="system_edit"),
+    path("systems/<slug:slug>/simulate/", views.system_simulate, name="system_simulate"),
     path("systems/<slug:slug>/submit/", views.submission_create, name="submission_create"),
     path("submissions/<uuid:uuid>/", views.submission_detail, name="submission_detail"),
     path("submissions/<uuid:uuid>/status/", views.submission_status, name="submission_status"),

@@ -10,7 +10,9 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,9 +22,12 @@ from rest_framework.authtoken.models import Token
 
 from evaluation.access import benchmarks_for_user, get_benchmark_for_user
 from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.models import Split
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
+from evaluation.services.live import system_set_live
+from evaluation.services.simulations import simulation_create
 from evaluation.services.submissions import (
     QuotaExceeded,
     submission_set_public,
@@ -41,7 +46,7 @@ from .access import (
     systems_for_user,
 )
 from .apidocs import api_endpoints
-from .forms import FAMILIES, SignupForm, SubmissionForm, SystemForm
+from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemForm
 from .selectors.boards import (
     benchmark_leaderboard_counts,
     leaderboard,
@@ -204,6 +209,36 @@ def system_edit(request, slug):
         return redirect("leaderboard:system_detail", system.slug)
     return render(request, "leaderboard/system_form.html",
                   {"form": form, "families": FAMILIES, "system": system})
+
+
+def system_simulate(request, slug):
+    """The owner's form: register the live endpoint and start a simulation (a queued job)."""
+    system = get_system_for_user(request.user, slug, write=True)
+    require_researcher(request.user)
+    form = SimulationForm(request.POST or None, benchmarks=_uploadable_benchmarks(request.user),
+                          initial={"endpoint": system.live_endpoint,
+                                   "api_key_env": system.live_api_key_env,
+                                   "timeout_seconds": system.live_timeout_seconds})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            with transaction.atomic():
+                if data["endpoint"] and (data["endpoint"] != system.live_endpoint or
+                                         data["api_key_env"] != system.live_api_key_env or
+                                         data["timeout_seconds"] != system.live_timeout_seconds):
+                    system_set_live(system=system, endpoint=data["endpoint"],
+                                    api_key_env=data["api_key_env"],
+                                    timeout_seconds=data["timeout_seconds"])
+                simulation = simulation_create(
+                    benchmark=data["benchmark"], system=system, simulator=data["simulator"],
+                    users=data["users"], turns=data["turns"], seed=data["seed"],
+                    user=request.user)
+        except (ValidationError, LLMConfigurationError) as exc:
+            form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
+        else:
+            return redirect("job_detail", simulation.job_id)
+    return render(request, "leaderboard/system_simulate.html",
+                  {"form": form, "system": system}, status=400 if form.errors else 200)
 
 
 def system_detail(request, slug):
