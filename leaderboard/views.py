@@ -211,6 +211,7 @@ def system_edit(request, slug):
                   {"form": form, "families": FAMILIES, "system": system})
 
 
+@login_required
 def system_simulate(request, slug):
     """The owner's form: register the live endpoint and start a simulation (a queued job)."""
     system = get_system_for_user(request.user, slug, write=True)

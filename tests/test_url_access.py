@@ -114,6 +114,8 @@ ACCESS.update({
     "leaderboard:system_edit": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
                                 ({"slug": "lb-public"}, "post", _OWNER_WRITES),
                                 ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
+    "leaderboard:system_simulate": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
+                                    ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
     "leaderboard:submission_create": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
                                       ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
     "leaderboard:submission_detail": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
