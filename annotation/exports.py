@@ -208,7 +208,8 @@ def _correlation_cells(row: Mapping, methods: Sequence[str]) -> dict:
 
 def metric_board_table(board: Mapping) -> Table:
     table = Table("metric_leaderboard", f"Evaluators ranked by {board['method']} correlation "
-                  f"with the human {board['aspect_label']} (95% bootstrap CI)",
+                  f"with the human {board['aspect_label']} "
+                  "(95% dialogue-jackknife CI; ranks Holm-corrected)",
                   [("rank", "Rank"), ("evaluator", "Evaluator"), ("metric", "Metric"),
                    ("value", board["method"].capitalize()), ("ci_low", "CI low"),
                    ("ci_high", "CI high"), ("n", "Units"), ("note", "Note")])

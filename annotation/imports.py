@@ -36,8 +36,8 @@ from evaluation.lib.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    cluster_bootstrap_mean,
 )
+from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.models import (
     Benchmark,
     Job,
@@ -345,7 +345,7 @@ def _summaries(run: Run, records: list[dict], direction: str) -> list[MetricSumm
         by_metric[record["metric"]][1].append(record["dialogue_id"])
     rows = []
     for metric, (values, clusters) in sorted(by_metric.items()):
-        estimate = cluster_bootstrap_mean(values, clusters)
+        estimate = cluster_mean(values, clusters)
         rows.append(MetricSummary(
             run=run, metric=metric, axis=EXTERNAL_AXIS, direction=direction,
             value=estimate.value, ci_low=estimate.ci_low, ci_high=estimate.ci_high,

@@ -218,6 +218,9 @@ RUN_CHUNK_TURNS = env_int("CONCORD_RUN_CHUNK_TURNS", 1000)
 MAX_UPLOAD_BYTES = env_int("CONCORD_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 # Accepted uploads per system and UTC day, counting runs that later fail (a system may override).
 DAILY_SUBMISSION_QUOTA = env_int("CONCORD_DAILY_SUBMISSION_QUOTA", 5)
+# A run whose share of unanswered evaluated turns (metric `non_answer`) is above this is listed on
+# the leaderboard with its count but not ranked: its means rest on the turns it did answer.
+MAX_NON_ANSWER_SHARE = env_float("CONCORD_MAX_NON_ANSWER_SHARE", 0.1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 

@@ -150,10 +150,12 @@ def board_export(request, benchmark, protocol, fmt):
     if fmt == "json":
         payload = {"benchmark": benchmark.slug, "benchmark_version": benchmark.version,
                    "protocol": protocol, "generated_at": timezone.now().isoformat(),
-                   "ci": "95% cluster bootstrap over dialogues (percentile)",
+                   "ci": "95% studentized cluster interval over dialogues (delete-one-"
+                         "dialogue jackknife, t quantile; docs/statistics.md)",
                    "bootstrap": lb.bootstrap,
                    "rank": "1 + number of systems significantly better (paired cluster "
-                           "bootstrap, 95% CI of the difference excludes 0)",
+                           "jackknife-t tests, Holm-corrected over all pairs of systems)",
+                   "multiple_comparisons": "holm",
                    "rows": records}
         response = JsonResponse(payload, json_dumps_params={"indent": 2})
     else:

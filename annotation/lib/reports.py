@@ -41,6 +41,7 @@ from evaluation.lib.stats.agreement import (
 from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from evaluation.lib.stats.correlation import (
     ALL_UNITS,
+    ASPECT_MEAN,
     POOLED,
     inter_factor_kendall,
     item_level_correlations,
@@ -328,7 +329,7 @@ def build_correlation(table: LabelTable, scores: Sequence[ScoreSet], *, evaluato
         lookup = {spec.name: score for score, spec in matched}
         for row in rows:
             score = lookup.get(row.aspect, matched[0][0])
-            metric = score.metric if row.aspect != POOLED else metric_name
+            metric = score.metric if row.aspect not in (POOLED, ASPECT_MEAN) else metric_name
             item_rows.append({**_row(score, row.aspect, row.subset, row.correlations),
                               "metric": metric})
         for score, spec in matched:
@@ -358,7 +359,8 @@ def build_correlation(table: LabelTable, scores: Sequence[ScoreSet], *, evaluato
 
 def _pooling_groups(pairs, by_name: bool) -> dict[str, list]:
     """Groups of (score, field) pairs that share a pooled row: all of them when metrics were
-    matched to fields by name (one row per aspect, pooled over aspects; FACE Table 1), else
+    matched to fields by name (one row per aspect, one pooled over the aspects' units, and
+    the mean of the per-aspect coefficients, which is FACE Table 1's "All"), else
     one group per metric (that metric against each aspect, pooled over them)."""
     aspects = [spec.name for _, spec in pairs]
     if by_name and len(aspects) == len(set(aspects)):
@@ -445,8 +447,9 @@ def build_coupling(table: LabelTable, judges: Mapping[str, Sequence[ScoreSet]]) 
 def build_metric_leaderboard(table: LabelTable, scores: Sequence[ScoreSet], aspect: str, *,
                              method: str = "spearman", n_resamples: int = DEFAULT_RESAMPLES,
                              seed: int = DEFAULT_SEED) -> dict:
-    """Evaluators ranked by their correlation with the humans on one aspect, with bootstrap
-    CIs and tie-aware ranks (all evaluators on the same resampled units)."""
+    """Evaluators ranked by their correlation with the humans on one aspect, with dialogue-
+    jackknife CIs and Holm-corrected tie-aware ranks (rank_evaluators); an undefined
+    correlation has no rank. N_RESAMPLES and SEED are kept for callers; nothing is resampled."""
     spec = table.fields[aspect]
     by_evaluator: dict[str, list[ScoreSet]] = defaultdict(list)
     for score in scores:
@@ -459,12 +462,16 @@ def build_metric_leaderboard(table: LabelTable, scores: Sequence[ScoreSet], aspe
     human = table.human_means(aspect)
     rows = []
     if candidates and human:
+        # Turns of one dialogue are not independent: the leave-outs drop whole dialogues.
+        units = table.units()
+        clusters = {key: units[key]["dialogue_id"] or key[1] for key in human}
         ranked = rank_evaluators({label: s.values for label, s in candidates.items()}, human,
-                                 method=method, n_resamples=n_resamples, seed=seed)
+                                 method=method, clusters=clusters)
         for row in ranked:
             score = candidates[row.system]
             rows.append({**row.to_dict(), "evaluator": score.evaluator, "metric": score.metric})
     return {"kind": "metric_leaderboard", "aspect": aspect, "aspect_label": spec.title,
             "unit_type": spec.unit_type, "method": method, "human_units": len(human),
-            "rows": rows,
-            "bootstrap": {"n_resamples": n_resamples, "seed": seed, "confidence": 0.95}}
+            "rows": rows, "correction": "holm",
+            "inference": {"interval": "dialogue jackknife, Fisher z, t with G - 1 df",
+                          "ranks": "Holm over all pairs of evaluators", "confidence": 0.95}}

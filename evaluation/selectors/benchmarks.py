@@ -15,7 +15,6 @@ from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.lib.metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
 from evaluation.lib.rankers import generate_submission
 from evaluation.lib.runconfig import suite_config_from_options
-from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from evaluation.lib.stats.comparison import compare_systems
 from evaluation.models import (
     BENCHMARK_FIELDS,
@@ -300,8 +299,20 @@ def run_results(*, run: Run) -> dict:
         "config_hash": run.config_hash, "splits": run.config.get("splits", []),
         "bootstrap": run.config.get("bootstrap", {}),
         "missing_turns": run.job.result.get("missing_turns", 0),
+        "non_answers": _non_answers(metrics),
         "metrics": metrics, "unavailable": dict(run.unavailable),
     }
+
+
+def _non_answers(metrics: dict) -> dict | None:
+    """How many evaluated turns the system did not answer (metric `non_answer`: a 0/1 per turn,
+    so mean × n is the count), or None for evaluators without it."""
+    summary = metrics.get("non_answer")
+    if not summary or summary["value"] is None or not summary["n"]:
+        return None
+    count = round(summary["value"] * summary["n"])
+    return {"count": count, "turns": summary["n"], "answered": summary["n"] - count,
+            "share": summary["value"]}
 
 
 def run_unit_rows(*, run: Run, include_hidden: bool) -> Iterator[dict]:
@@ -335,7 +346,7 @@ def _unit_values(run: Run) -> dict[str, tuple[list[float], list[str]]]:
 
 
 def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None) -> list[dict]:
-    """Per metric: paired cluster-bootstrap CI of mean(A) − mean(B) and the per-dialogue
+    """Per metric: paired jackknife-t CI of mean(A) − mean(B) and the per-dialogue
     paired t-test (statistics.md "Comparing systems"), over the dialogues both runs scored."""
     bootstrap = run_a.config.get("bootstrap", {})
     directions = dict(run_a.summaries.order_by("pk").values_list("metric", "direction"))
@@ -346,8 +357,7 @@ def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None) ->
     for metric in names:
         comparison = compare_systems(
             "A", *a[metric], "B", *b[metric],
-            n_resamples=bootstrap.get("n_resamples", DEFAULT_RESAMPLES),
-            seed=bootstrap.get("seed", DEFAULT_SEED),
+            confidence=bootstrap.get("confidence", 0.95),
         )
         difference = comparison.difference
         better = None

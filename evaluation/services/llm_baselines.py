@@ -85,9 +85,12 @@ def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
         for turn, outcome in zip(chunk, gateway.map(answer, chunk), strict=True):
             if outcome.line is None:
                 failures[f"{turn.dialogue_id}#{turn.turn_index}"] = outcome.failure or "no answer"
+            # The placeholder keeps the submission complete; metadata.no_answer makes the
+            # metrics treat the turn as missing instead of scoring the placeholder's words.
             lines.append(outcome.line or {"dialogue_id": turn.dialogue_id,
                                           "turn_index": turn.turn_index, "response": NO_ANSWER,
-                                          "ranked_item_ids": [], "citations": []})
+                                          "ranked_item_ids": [], "citations": [],
+                                          "metadata": {"no_answer": True}})
         progress(f"{baseline.key} answers", min(start + TURNS_PER_CHUNK, len(contexts)),
                  len(contexts))
     system = system_get_or_create_baseline(

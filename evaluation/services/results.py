@@ -8,17 +8,9 @@ import numpy as np
 from django.db import connection, transaction
 
 from evaluation.lib.progress import Progress
-from evaluation.lib.stats.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    cluster_bootstrap_mean,
-)
-from evaluation.lib.stats.cluster_sums import (
-    ResampleCache,
-    cluster_bootstrap_mean_from_sums,
-    sample_std,
-)
+from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE
+from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums, sample_std
+from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.models import MetricSummary, Run, UnitScore
 
 
@@ -70,10 +62,9 @@ def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress
         if not reason and not values:
             reason = "no evaluated unit has a value for this metric"
         if not reason:
-            estimate = cluster_bootstrap_mean(
-                values, clusters, n_resamples=bootstrap.get("n_resamples", DEFAULT_RESAMPLES),
-                seed=bootstrap.get("seed", DEFAULT_SEED),
-                confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE))
+            estimate = cluster_mean(
+                values, clusters, confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE),
+                bounds=getattr(spec, "range", None))
         rows.append(MetricSummary(
             run=run, metric=spec.name, axis=spec.axis, direction=spec.direction,
             value=estimate.value if estimate else None,
@@ -95,9 +86,6 @@ def summaries_upsert_from_sums(run: Run, specs, sums, unavailable, progress: Pro
     """`summaries_upsert` for a run scored in chunks: from per-metric, per-dialogue sums
     (`evaluation.selectors.run_chunks.run_cluster_sums`), same estimates and CIs."""
     bootstrap = run.config.get("bootstrap", {})
-    n_resamples = bootstrap.get("n_resamples", DEFAULT_RESAMPLES)
-    seed = bootstrap.get("seed", DEFAULT_SEED)
-    cache = ResampleCache(n_resamples, seed)
     rows = []
     for done, spec in enumerate(specs, start=1):
         clusters, totals, counts, squares = sums.get(spec.name, ([], [], [], 0.0))
@@ -105,9 +93,10 @@ def summaries_upsert_from_sums(run: Run, specs, sums, unavailable, progress: Pro
         if not reason and not clusters:
             reason = "no evaluated unit has a value for this metric"
         if not reason:
-            estimate = cluster_bootstrap_mean_from_sums(
-                clusters, totals, counts, n_resamples=n_resamples, seed=seed,
-                confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE), cache=cache)
+            estimate = cluster_mean_from_sums(
+                clusters, totals, counts,
+                confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE),
+                bounds=getattr(spec, "range", None))
         n = sum(counts)
         rows.append(MetricSummary(
             run=run, metric=spec.name, axis=spec.axis, direction=spec.direction,

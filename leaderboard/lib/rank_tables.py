@@ -1,14 +1,17 @@
 """Tie-aware leaderboard ranks from per-dialogue sums (statistics.md "Comparing systems").
 
-A system's rank on a metric is 1 + the number of systems significantly better than it: the 95%
-percentile interval of the paired cluster-bootstrap difference lies on the better side of 0
-(B = 1000 dialogue resamples, seed 42, the same draws for every system). The bootstrap of a mean
-over dialogues needs only each dialogue's sum and count of unit values, so a finished run is
-reduced once to a `ClusterTable`, and ranking a whole leaderboard is a few matrix products.
+A system's rank on a metric is 1 + the number of systems significantly better than it. Each pair
+is tested with the studentized cluster (delete-one-dialogue jackknife, t with G − 1 df) test of the
+difference of means (evaluation/lib/stats/clustered.py), and "significantly" is decided by Holm's
+procedure over *all* pairs of runs of the leaderboard, so the chance that any two equally good
+runs are ranked apart is at most 5% (family-wise), not 5% per pair. The tests need only each
+dialogue's sum and count of unit values, so a finished run is reduced once to a `ClusterTable`.
 
 `better_matrices` computes, per metric, the full "j beats i" matrix over every run a leaderboard
-might show; `ranks` then answers for any subset of those runs (a viewer sees public runs plus
-their own) without bootstrapping again. Pure numpy: nothing here imports Django.
+might show (Holm over that whole family); `ranks` then answers for any subset of those runs (a
+viewer sees public runs plus their own). Restricting a Holm family to a subset keeps its
+family-wise error ≤ 5% (it is only conservative), so no viewer sees an uncorrected rank.
+Pure numpy: nothing here imports Django.
 """
 
 from __future__ import annotations
@@ -19,11 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation.lib.stats.bootstrap import (
-    cluster_replicate_means,
-    resample_counts,
-    significantly_better_matrix,
-)
+from evaluation.lib.stats.clustered import MULTIPLICITY, better_from_tests, pairwise_tests
 
 
 @dataclass(frozen=True)
@@ -70,16 +69,17 @@ def cluster_tables(rows: Iterable[tuple], run_ids: Sequence[int]) -> dict[int, C
 
 
 def better_matrices(tables: Sequence[ClusterTable], metrics: Sequence[str],
-                    higher_is_better: Mapping[str, bool], *, n_resamples: int = 1000,
-                    seed: int = 42, confidence: float = 0.95) -> np.ndarray:
+                    higher_is_better: Mapping[str, bool], *, confidence: float = 0.95,
+                    correction: str = MULTIPLICITY, **_legacy) -> np.ndarray:
     """A (metrics, runs, runs) bool array: [m, i, j] is True when run j is significantly better
-    than run i on metric m. Runs without a value on a metric beat nobody and lose to nobody."""
+    than run i on metric m (Holm over all pairs of runs with a value on m). Runs without a value
+    on a metric beat nobody and lose to nobody. ``_legacy`` swallows the bootstrap's old
+    ``n_resamples``/``seed`` settings, which no longer matter."""
     n_runs = len(tables)
     clusters = sorted({c for table in tables for c in table.clusters})
     c_index = {c: i for i, c in enumerate(clusters)}
     columns = [np.fromiter((c_index[c] for c in t.clusters), np.int64, len(t.clusters))
                for t in tables]
-    weights = resample_counts(len(clusters), n_resamples=n_resamples, seed=seed).astype(float)
     out = np.zeros((len(metrics), n_runs, n_runs), dtype=bool)
     for m, metric in enumerate(metrics):
         sums = np.zeros((n_runs, len(clusters)))
@@ -92,9 +92,9 @@ def better_matrices(tables: Sequence[ClusterTable], metrics: Sequence[str],
         present = np.flatnonzero(counts.sum(axis=1) > 0)
         if len(present) < 2:
             continue
-        replicates = cluster_replicate_means(sums[present], counts[present], weights)
-        better = significantly_better_matrix(
-            replicates, higher_is_better=higher_is_better[metric], confidence=confidence)
+        difference, _, _, p_value = pairwise_tests(sums[present], counts[present])
+        better = better_from_tests(difference, p_value, higher_is_better=higher_is_better[metric],
+                                   alpha=1.0 - confidence, correction=correction)
         out[m][np.ix_(present, present)] = better
     return out
 

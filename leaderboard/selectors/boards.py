@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.urls import reverse
 
 from evaluation.lib import charts
-from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.lib.metrics.suite import NON_ANSWER, SUITE_NAME
 from evaluation.models import Job, Run
 from leaderboard.lib import rank_tables
 
@@ -45,6 +46,9 @@ class Row:
     cells: list[Cell]
     private: bool
     rank: int | None = None
+    non_answers: int = 0  # evaluated turns the system did not answer (metric `non_answer`)
+    answer_turns: int = 0  # evaluated turns behind that count
+    unranked: str = ""  # why the row has no rank (too many non-answers), or ""
 
 
 @dataclass
@@ -62,6 +66,7 @@ class Leaderboard:
     bootstrap: dict
     evaluators: list[str]
     has_more_columns: bool
+    max_non_answer_share: float = 0.0  # in percent, for the page's note
 
     def column(self, key: str) -> Column | None:
         return next((c for c in self.columns if c.key == key), None)
@@ -102,7 +107,8 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
     first = next(iter(snapshots.values()), None)
     return Leaderboard(benchmark, protocol, columns, _axes(columns), rows, total, sort,
                        order or _default_order(columns, sort), rank_column, families,
-                       dict(first.bootstrap) if first else {}, evaluators, has_more)
+                       dict(first.bootstrap) if first else {}, evaluators, has_more,
+                       100 * settings.MAX_NON_ANSWER_SHARE)
 
 
 def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
@@ -127,9 +133,26 @@ def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
             cells.append(Cell(value, text, ci, low, high, n, links[column.evaluator] + anchor,
                               title=reason or f"{column.metric} {text}, 95% CI {ci}, n = {n}"))
         first = runs[sorted(runs)[0]]
-        rows.append(Row(runs.get(SUITE_NAME, first), runs, cells,
-                        private=any(not r.public for r in runs.values())))
+        row = Row(runs.get(SUITE_NAME, first), runs, cells,
+                  private=any(not r.public for r in runs.values()))
+        _mark_non_answers(row, summaries)
+        rows.append(row)
     return rows
+
+
+def _mark_non_answers(row: Row, summaries) -> None:
+    """Count the row's unanswered turns; above settings.MAX_NON_ANSWER_SHARE the row is shown
+    but not ranked (its means rest only on the turns it answered)."""
+    for run in row.runs.values():
+        summary = summaries.get(run.run_id, {}).get(NON_ANSWER)
+        if summary is None or summary[2] is None or not summary[5]:
+            continue
+        share, turns = summary[2], summary[5]
+        row.non_answers, row.answer_turns = round(share * turns), turns
+        if share > settings.MAX_NON_ANSWER_SHARE:
+            row.unranked = (f"not ranked: {row.non_answers} of {turns} evaluated turns "
+                            f"unanswered (more than {settings.MAX_NON_ANSWER_SHARE:.0%})")
+        return
 
 
 def _attach_ranks(rows: list[Row], columns: list[Column], snapshots) -> None:
@@ -139,7 +162,7 @@ def _attach_ranks(rows: list[Row], columns: list[Column], snapshots) -> None:
         better = rank_tables.unpack(snapshot.better, len(snapshot.metrics), len(snapshot.run_ids))
         metric_index = {m: i for i, m in enumerate(snapshot.metrics)}
         ranked_rows = [row for row in rows if evaluator in row.runs
-                       and row.runs[evaluator].run_id in position]
+                       and row.runs[evaluator].run_id in position and not row.unranked]
         for c, column in enumerate(columns):
             if column.evaluator != evaluator or column.metric not in metric_index:
                 continue

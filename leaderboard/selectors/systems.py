@@ -9,7 +9,7 @@ from django.db.models import Max
 from django.urls import reverse
 
 from evaluation.lib import charts
-from evaluation.lib.stats.bootstrap import cluster_bootstrap_mean
+from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.models import Benchmark, Dialogue, Job, Run, Split, Submission, UnitScore
 
 from .columns import HEADLINE, board_columns, fmt, metric_bounds, metric_summaries
@@ -100,7 +100,7 @@ def system_tiers(*, run_id: int, benchmark) -> dict | None:
         cells = []
         for tier in tiers:
             unit_values, clusters = values.get((metric, tier), ([], []))
-            estimate = cluster_bootstrap_mean(unit_values, clusters) if unit_values else None
+            estimate = cluster_mean(unit_values, clusters) if unit_values else None
             cells.append((estimate.value, estimate.ci_low, estimate.ci_high)
                          if estimate and estimate.value is not None else (None, None, None))
         series.append((metric, cells))

@@ -176,3 +176,20 @@ def test_api_docs_page_lists_the_endpoints(page, board):
     assert "multipart/form-data" in page.locator("#post-api-submissions").inner_text()
     data = json.loads(page.goto("/api/leaderboards/tiny/?format=json").text())
     assert len(data["systems"]) == 4
+
+
+def test_a_system_without_answers_is_listed_with_its_count_not_ranked(page, board, researcher,
+                                                                      tiny_benchmark, media):
+    from evaluation.services.submissions import system_create
+
+    silent = [{**line, "response": "(no answer: the LLM baseline failed on this turn)",
+               "ranked_item_ids": [], "citations": [], "metadata": {"no_answer": True}}
+              for line in tiny_lines()]
+    evaluated(system_create(name="Silent", owner=researcher, family="LLM"),
+              benchmark=tiny_benchmark, lines=silent, folder=media, public=True)
+    page.goto("/leaderboards/tiny/turn/")
+    row = page.locator('tr[data-system="silent"]')
+    assert "non-answers · not ranked" in row.inner_text().lower()  # badges are upper-cased
+    assert row.locator("td.rank").inner_text().strip() == "—"
+    assert page.locator("#lb-method").is_visible()
+    screenshot(page, "leaderboard-non-answers")

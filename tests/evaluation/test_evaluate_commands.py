@@ -47,8 +47,11 @@ def test_evaluate_prints_a_table_and_writes_unit_rows(tiny_benchmark, tmp_path):
     assert "recall@1" in text and "95% CI" in text and "higher" in text
     assert "entailment" in text and "n/a" in text
     rows = [json.loads(line) for line in units.read_text().splitlines()]
-    assert {row["unit_id"] for row in rows if row["unit_type"] == "turn"} == {"d1#1", "d1#3",
-                                                                              "d2#1"}
+    # Turn units: the recommend/compare turns, plus one unit per rejection episode (keyed by the
+    # rejecting user turn, d1#2) for the pooled rejection recovery.
+    assert {row["unit_id"] for row in rows if row["unit_type"] == "turn"
+            and row["metric"] != "rejection_recovery"} == {"d1#1", "d1#3", "d2#1"}
+    assert {row["unit_id"] for row in rows if row["metric"] == "rejection_recovery"} == {"d1#2"}
     assert {"system", "benchmark", "evaluator", "metric", "unit_type", "unit_id",
             "value"} == set(rows[0])
     assert Run.objects.get().config["splits"] == ["test", "train"]

@@ -8,6 +8,7 @@ import re
 import pytest
 from django.core.management import call_command
 
+from evaluation.lib.metrics.suite import SUITE_VERSION
 from evaluation.models import Submission
 from evaluation.services.llm_baselines import NO_ANSWER
 
@@ -52,7 +53,8 @@ def test_llm_zero_shot_writes_a_valid_submission_and_reasks_on_unmapped_labels(
     system = submission.system
     assert (system.name, system.family, system.is_baseline) == (
         "LLM Zero-Shot (openai/scripted-llm)", "LLM", True)
-    assert "trace 1.0.0" in out and "recall@1" in out and "LLM usage (openai/scripted-llm)" in out
+    assert f"trace {SUITE_VERSION}" in out and "recall@1" in out
+    assert "LLM usage (openai/scripted-llm)" in out
     assert submission.runs.get().job.status == "succeeded"
 
 
@@ -83,3 +85,9 @@ def test_rag_citation_retries_the_quote_check_and_stores_a_failed_turn_as_a_non_
     assert "1 of 4 turns unanswered" in submission.note
     run = submission.runs.get()
     assert run.job.status == "succeeded" and run.summaries.get(metric="gs").value == 1.0
+    # The failed turn is a non-answer, counted and missing from every turn metric (its
+    # placeholder text would otherwise score GS = PC = 1).
+    assert answered["d2#1"]["metadata"] == {"no_answer": True}
+    non_answer = run.summaries.get(metric="non_answer")
+    assert (non_answer.value, non_answer.n) == (0.25, 4)
+    assert not run.unit_scores.filter(unit_id="d2#1").exclude(metric="non_answer").exists()

@@ -26,7 +26,7 @@ def test_run_page_shows_values_cis_and_how_they_were_made(client, researcher, fi
     assert "trace" in page and finished_run.config_hash[:12] in page
     assert 'id="metric-recall1"' in page and "95% CI" in page
     assert "Accuracy" in page and "Grounding" in page
-    assert "cluster bootstrap over dialogues (B = 1000, seed 42)" in page
+    assert "studentized cluster intervals over dialogues" in page
 
 
 def test_private_run_is_404_for_others_and_visible_once_published(client, outsider,

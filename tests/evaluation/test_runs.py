@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from evaluation.access import can_see_hidden_units, get_run_for_user, runs_for_user
+from evaluation.lib.metrics.suite import SUITE_VERSION
 from evaluation.models import Job, MetricSummary, Run, UnitScore
 from evaluation.selectors.benchmarks import run_results, run_unit_rows
 from evaluation.services.jobs import job_begin, jobs_fail_stale
@@ -67,7 +68,7 @@ def test_hand_computed_recall_mrr_gs_and_tsr_on_the_tiny_bundle(submission):
 
 def test_run_records_evaluator_version_and_config_hash(submission):
     run = evaluated(submission, suite_options={"text_metrics": False})
-    assert (run.evaluator, run.evaluator_version) == ("trace", "1.0.0")
+    assert (run.evaluator, run.evaluator_version) == ("trace", SUITE_VERSION)
     assert len(run.config_hash) == 64
     assert run.config["bootstrap"] == {"n_resamples": 1000, "seed": 42, "confidence": 0.95}
     assert not run.summaries.filter(metric="bleu4").exists()
@@ -172,7 +173,7 @@ def test_unit_export_hides_hidden_dialogues_unless_asked(submission):
     assert not {row["unit_id"] for row in public if row["unit_id"].startswith("d3")}
     assert set(public[0]) == {"system", "benchmark", "evaluator", "metric", "unit_type",
                               "unit_id", "value"}
-    assert public[0]["evaluator"] == f"trace@1.0.0:{run.config_hash[:12]}"
+    assert public[0]["evaluator"] == f"trace@{SUITE_VERSION}:{run.config_hash[:12]}"
     assert public[0]["system"] == "tiny-system" and public[0]["benchmark"] == "tiny"
 
 

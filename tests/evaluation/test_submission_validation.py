@@ -245,3 +245,15 @@ def test_log_submissions_check_ids_and_duplicates(reference, tmp_path):
     ]
     path.write_text(json.dumps(logs[0]) + "\n")
     assert validate_log_submission(path, reference=reference).line_count == 1
+
+
+def test_a_line_marked_no_answer_reads_as_an_unanswered_turn(tmp_path):
+    lines = [
+        {"dialogue_id": "d1", "turn_index": 1, "response": "(no answer)", "ranked_item_ids": [],
+         "metadata": {"no_answer": True}},
+        {"dialogue_id": "d1", "turn_index": 3, "response": "Try A.", "ranked_item_ids": ["A"]},
+    ]
+    path = tmp_path / "submission.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    first, second = read_turn_submission(path)
+    assert first.answered is False and second.answered is True

@@ -201,3 +201,26 @@ def test_csv_export_does_not_let_text_run_as_a_formula(client, board_world):
     rows = list(csv.DictReader(io.StringIO(client.get(url).content.decode())))
     assert {r["team"] for r in rows if r["system_slug"] == "echo"} == {
         "'=HYPERLINK(\"http://evil.example\")"}
+
+
+def test_a_system_that_did_not_answer_shows_the_count_and_is_not_ranked(
+        client, board_world, researcher, finished_submission):
+    from evaluation.services.submissions import system_create
+    from tests.support.submissions import tiny_lines
+
+    lines = tiny_lines()
+    for line in lines:  # every turn failed: the LLM baseline's placeholder lines
+        line.update(response="(no answer: the LLM baseline failed on this turn)",
+                    ranked_item_ids=[], citations=[], metadata={"no_answer": True})
+    silent = system_create(name="Silent", owner=researcher, family="LLM")
+    _, run = finished_submission(silent, lines, public=True)
+    assert run.summaries.get(metric="non_answer").value == 1.0
+    assert run.summaries.get(metric="gs").value is None  # no answer, no grounding (not 1)
+    page = client.get(BOARD).content.decode()
+    row = page.split('data-system="silent"')[1].split("</tr>")[0]
+    turns = len(lines)
+    assert f"{turns} non-answers · not ranked" in row
+    assert '<td class="num rank sticky-1"><span class="unranked"' in row
+    assert "correction over all pairs of systems" in page  # the page says which correction
+    detail = client.get(reverse("run_detail", args=[run.pk]))
+    assert f"{turns} of {turns} evaluated turns were not answered" in detail.content.decode()

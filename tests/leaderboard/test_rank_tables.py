@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from evaluation.lib.stats.bootstrap import rank_systems_by_metric
+from evaluation.lib.stats.clustered import rank_systems_by_metric
 from leaderboard.lib.rank_tables import (
     ClusterTable,
     better_matrices,

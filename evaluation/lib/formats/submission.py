@@ -51,7 +51,7 @@ DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
-TURN_KEYS = ("dialogue_id", "turn_index", "response", "ranked_item_ids", "citations")
+TURN_KEYS = ("dialogue_id", "turn_index", "response", "ranked_item_ids", "citations", "metadata")
 
 
 def human_size(size: int) -> str:
@@ -362,6 +362,7 @@ def submitted_turn(record: Mapping[str, Any]) -> SubmittedTurn:
         tuple(record["ranked_item_ids"]),
         tuple(Citation(c["label"], c["review_id"], c.get("quote", ""))
               for c in record.get("citations", [])),
+        answered=(record.get("metadata") or {}).get("no_answer") is not True,
     )
 
 

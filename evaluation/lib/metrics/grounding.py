@@ -4,9 +4,15 @@ Per evaluated system turn:
 - GS (Grounding Score): share of quotes whose best ``rapidfuzz.fuzz.partial_ratio`` against the
   review(s) they cite reaches the threshold (80 by default; 70/90/exact for sensitivity).
   A turn without quotes scores 1, vacuously.
-- CD (Citation Density): word tokens inside matching quotes / word tokens of the response.
+- CD (Citation Density): word tokens inside *verbatim* quotes / word tokens of the response
+  (Table 7: "verbatim citation tokens / total response tokens"; §3: "CD counts verbatim spans
+  from cited reviews"). A paraphrase that passes GS's fuzzy match (partial ratio 90) adds
+  nothing to CD, so it cannot open CGS's CD ≥ 0.05 gate. Fuzzy-matched CD is the sensitivity
+  variant :func:`fuzzy_citation_density`.
 - PC (Provenance Coverage): share of aspect terms mentioned in the response that have a citation
-  label nearby (80 characters); 1 when no aspect is mentioned.
+  label within ±80 characters of the mention's offset (Appendix J, Algorithm 1: a mention at
+  offset i is covered when a label appears within [i − 80, i + 80]); 1 when no aspect is
+  mentioned. The earlier reading (gap from the *end* of the term) is the variant ``pc_gap``.
 - CGS (Composite Grounding Score): ``GS × [CD ≥ 0.05] × (0.5 + 0.5 × PC)``, which takes away the
   vacuous credit GS gives to citation-free responses.
 Appendix L's alternative CGS formulas are in :func:`cgs_formula_variants`.
@@ -39,8 +45,14 @@ DEFAULT_PC_WINDOW = 80
 ANY_CITED = "any_cited"
 FAIL = "fail"
 
-# Hand-curated aspect inventory, 41 terms in the four families the paper names. A term written
-# with a hyphen or space also matches the other spelling and the closed-up form (wi-fi, wifi).
+# Aspect inventory: 41 terms in the four families of Trace Appendix J ("a hand-curated 41-term
+# seed list": food/menu, ambience/style, logistics, value/price). The paper's own list is only in
+# its released code (src/tqa/crs/metrics.py), which Concord does not have; these terms were
+# curated for Concord from the paper's examples (seafood, vegan, breakfast; quiet, cozy, romantic;
+# parking, wifi, outdoor seating; cheap, upscale, family-friendly) plus common Yelp attributes.
+# A benchmark supplies its own list through the suite configuration (``aspect_inventory``).
+# A term written with a hyphen or space also matches the other spelling and the closed-up form
+# (wi-fi, wifi).
 ASPECT_INVENTORY: dict[str, tuple[str, ...]] = {
     "food_menu": (
         "seafood",
@@ -195,13 +207,20 @@ def grounding_score_zero_if_unquoted(
     return grounding_score(matches, threshold) if matches else 0.0
 
 
-def citation_density(
+def citation_density(matches: Sequence[QuoteMatch], response_tokens: int) -> float:
+    """CD = tokens inside quotes found verbatim in their cited review / all response tokens.
+
+    Verbatim after the light normalisation of :func:`normalize_for_match` (case, apostrophes,
+    whitespace, the quote's own edge punctuation); 0 for an empty response.
+    """
+    return fuzzy_citation_density(matches, response_tokens, EXACT)
+
+
+def fuzzy_citation_density(
     matches: Sequence[QuoteMatch], response_tokens: int, threshold: Threshold = DEFAULT_GS_THRESHOLD
 ) -> float:
-    """CD = tokens inside quotes that match their review / all response tokens (0 if empty).
-
-    "Matching" uses the same criterion as GS, so a sensitivity run at EXACT also tightens CD.
-    """
+    """Sensitivity variant of CD: tokens inside quotes that pass GS's criterion at ``threshold``
+    (a fuzzy partial ratio, or EXACT) / all response tokens (0 if empty)."""
     if response_tokens <= 0:
         return 0.0
     quoted = sum(match.tokens for match in matches if match.passes(threshold))
@@ -277,23 +296,39 @@ def _gap(start_a: int, end_a: int, start_b: int, end_b: int) -> int:
     return max(0, start_b - end_a, start_a - end_b)
 
 
+def label_in_window(mention: AspectMention, label: LabelMention, window: int) -> bool:
+    """Appendix J: the ``[Rn]`` label appears within [i − window, i + window], i = the mention's
+    character offset (its start). The whole bracket must lie inside: its first character at or
+    after i − window, its last character (offset end − 1) at or before i + window."""
+    return label.start >= mention.start - window and label.end - 1 <= mention.start + window
+
+
 def provenance_coverage(
     mentions: Sequence[AspectMention],
     labels: Sequence[LabelMention],
     window: int = DEFAULT_PC_WINDOW,
+    *,
+    measure: str = "offset",
 ) -> float:
     """PC = covered aspect terms / mentioned aspect terms; 1.0 when no aspect is mentioned.
 
-    Repeated mentions of one term count once, covered if any of them has a citation label within
-    ``window`` characters (measured as the gap between the term and the ``[label]`` bracket).
+    Repeated mentions of one term count once, covered if any of them has a citation label in its
+    window. ``measure="offset"`` is the paper's ±``window`` characters around the mention's
+    offset (:func:`label_in_window`); ``measure="gap"`` is the sensitivity variant that measures
+    the gap between the whole term and the bracket (from the term's end when the label follows).
     Pass only labels that map to a review, so an invented ``[R9]`` gives no provenance.
     """
+    if measure not in ("offset", "gap"):
+        raise ValueError(f"unknown PC window measure {measure!r}")
     covered: dict[str, bool] = {}
     for mention in mentions:
         if covered.get(mention.term):
             continue
         covered[mention.term] = any(
-            _gap(mention.start, mention.end, label.start, label.end) <= window for label in labels
+            label_in_window(mention, label, window)
+            if measure == "offset"
+            else _gap(mention.start, mention.end, label.start, label.end) <= window
+            for label in labels
         )
     if not covered:
         return 1.0

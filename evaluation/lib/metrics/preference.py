@@ -8,10 +8,11 @@ at its x-th turn:
 - PCIR_t@K = PC_t − PC_{t−1} (PC_0 = 0), the share newly covered at turn t;
 - PCIR_avg@K = mean of PCIR_t over t = 1..T, which telescopes to PC_T / T.
 
-Each is a mean over users, reported with a cluster-bootstrap CI whose clusters are the users
-(each simulated user's dialogue is one cluster). A dialogue that ended before turn T (an
-iEvaLM-style user accepted its target) keeps its last list for the remaining turns: the user
-took that recommendation, so its recall stands and coverage stops growing. Failed dialogues are
+Each is a mean over users, reported with the studentized cluster (jackknife-t) CI whose
+clusters are the users (each simulated user's dialogue is one cluster; statistics.md). A
+dialogue that ended before turn T (an iEvaLM-style user accepted its target) keeps its last
+list for the remaining turns: the user took that recommendation, so its recall stands and
+coverage stops growing. Failed dialogues are
 not scored at all (the run reports them).
 """
 
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap_mean
+from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.results import Estimate
 
 KS = (1, 5, 10, 20, 50)
@@ -95,11 +97,12 @@ def preference_report(users: Sequence[SimulatedUser], *, turns: int,
         pc[k] = mean_cov.tolist()
         pcir[k] = np.diff(mean_cov, prepend=0.0).tolist()
         recall[k] = (recalls.mean(axis=0) if users else np.zeros(turns)).tolist()
-        options = {"n_resamples": n_resamples, "seed": seed}
-        summaries[f"pc@{k}"] = cluster_bootstrap_mean(coverage[:, -1].tolist(), ids, **options)
+        # N_RESAMPLES and SEED stay in the signature for callers; the jackknife-t interval
+        # draws nothing (bench_calibration measures why it replaced the bootstrap).
+        options = {"bounds": (0.0, 1.0)}
+        summaries[f"pc@{k}"] = cluster_mean(coverage[:, -1].tolist(), ids, **options)
         # PCIR_avg per user is that user's PC_T / T; its mean over users is PCIR_avg.
-        summaries[f"pcir_avg@{k}"] = cluster_bootstrap_mean(
+        summaries[f"pcir_avg@{k}"] = cluster_mean(
             (coverage[:, -1] / turns).tolist(), ids, **options)
-        summaries[f"recall@{k}"] = cluster_bootstrap_mean(recalls.mean(axis=1).tolist(), ids,
-                                                          **options)
+        summaries[f"recall@{k}"] = cluster_mean(recalls.mean(axis=1).tolist(), ids, **options)
     return PreferenceReport(turns, len(users), pc, pcir, recall, summaries)

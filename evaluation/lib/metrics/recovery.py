@@ -8,9 +8,16 @@ contains a gold item of that reference turn.
   without any hit gets. Its Table 5 pairs low TSR with high T2R, which fits a penalty, so by
   default such a dialogue scores (number of its recommend/compare turns + 1); with
   ``no_hit="exclude"`` it is left out (None) instead.
-- Rejection recovery: share of the user's reject_and_refine turns whose next recommend/compare
-  system turn hits. Rejections with no later recommendation are not counted; a dialogue without
-  any counted rejection is excluded (None).
+  The suite also reports, per dialogue, whether this rule applied (``t2r_no_hit``), so a page
+  can say how many dialogues the number rests on a rule rather than a hit.
+- Rejection recovery (Appendix J: "the fraction of reject_and_refine *episodes* whose immediately
+  following recommend/compare turn hits a gold POI"): pooled over all episodes of all
+  dialogues, so every episode weighs the same. :func:`rejection_episodes` lists the episodes of
+  one dialogue (rejections with no later recommendation are not episodes); the suite stores one
+  0/1 unit per episode and the leaderboard mean over those units *is* the pooled rate (one
+  dialogue 1/1 and another 0/3 give 1/4 = 0.25). :func:`rejection_recovery` — the mean of
+  per-dialogue rates, 0.50 in that example — stays as the sensitivity variant
+  ``rejection_recovery_dialogue_mean``.
 """
 
 from __future__ import annotations
@@ -40,14 +47,14 @@ def turns_to_first_hit(hits: Sequence[bool], no_hit: str = PENALIZE) -> float | 
     return float(len(hits) + 1) if no_hit == PENALIZE else None
 
 
-def rejection_recovery(
+def rejection_episodes(
     dialogue: ReferenceDialogue, hit_by_turn: Mapping[int, bool]
-) -> float | None:
-    """Share of reject_and_refine user turns whose next recommend/compare turn hits.
+) -> list[tuple[int, bool]]:
+    """(index of the reject_and_refine user turn, did the next recommend/compare turn hit?).
 
     ``hit_by_turn`` maps the index of each recommend/compare system turn to its hit flag.
     """
-    outcomes: list[bool] = []
+    episodes: list[tuple[int, bool]] = []
     turns = dialogue.turns
     for position, turn in enumerate(turns):
         if turn.role != "user" or turn.action != REJECT_ACTION:
@@ -56,7 +63,21 @@ def rejection_recovery(
             (later for later in turns[position + 1 :] if later.is_recommendation), None
         )
         if follow_up is not None:
-            outcomes.append(hit_by_turn.get(follow_up.index, False))
-    if not outcomes:
-        return None
-    return sum(outcomes) / len(outcomes)
+            episodes.append((turn.index, bool(hit_by_turn.get(follow_up.index, False))))
+    return episodes
+
+
+def pooled_rejection_recovery(episodes_per_dialogue: Sequence[Sequence[tuple[int, bool]]]):
+    """Appendix J's rate over many dialogues: recovered episodes / all episodes (None if none)."""
+    outcomes = [hit for episodes in episodes_per_dialogue for _, hit in episodes]
+    return sum(outcomes) / len(outcomes) if outcomes else None
+
+
+def rejection_recovery(
+    dialogue: ReferenceDialogue, hit_by_turn: Mapping[int, bool]
+) -> float | None:
+    """One dialogue's rate: its recovered episodes / its episodes (None without episodes).
+
+    Averaging this over dialogues is the *sensitivity variant*, not the paper's pooled rate.
+    """
+    return pooled_rejection_recovery([rejection_episodes(dialogue, hit_by_turn)])

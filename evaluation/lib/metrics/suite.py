@@ -7,8 +7,9 @@ benchmark's reference dialogues and returns one value per (metric, unit):
 - dialogue metrics (unit id = dialogue id): recovery and practical value.
 A value that is undefined for a unit (no gold, no stated budget, …) is left out rather than
 stored as 0 or 1, so system means are over the units where the metric applies. An evaluated
-turn the submission lacks is scored as an empty answer (the validator normally rejects such
-uploads first).
+turn the submission lacks, or marks as unanswered (``metadata.no_answer``), counts as a non-answer:
+``non_answer`` = 1 and every other turn metric is missing for it (the validator normally rejects
+uploads that lack turns).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ from evaluation.lib.metrics.types import (
 )
 
 SUITE_NAME = "trace"
-SUITE_VERSION = "1.0.0"
+# 2.0.0: CD verbatim, PC from the mention's offset, rejection recovery pooled over episodes,
+# non-answers missing (Trace Appendix J as written); the earlier readings are named variants.
+SUITE_VERSION = "2.0.0"
+NON_ANSWER = "non_answer"
 CLOSED = "closed"
 OPEN = "open"
 
@@ -191,26 +195,46 @@ def _grounding_specs(config: SuiteConfig) -> list[MetricSpec]:
                 f"Share of quotes matching a cited review ({label}); 1 without quotes.",
             ),
             _spec(
-                f"cd{suffix}",
+                f"cd{suffix}" if suffix else "cd",
                 GROUNDING,
                 "turn",
-                f"Tokens in matching quotes ({label}) / response tokens.",
+                "Tokens in verbatim quotes of the cited reviews / response tokens (Trace Table 7)."
+                if not suffix
+                else f"Sensitivity variant: tokens in quotes matching by {label} / all tokens.",
             ),
             _spec(
                 f"cgs{suffix}",
                 GROUNDING,
                 "turn",
                 f"GS × [CD ≥ {config.cd_gate:g}] × ({config.pc_floor:g} + "
-                f"{1 - config.pc_floor:g} × PC), matching by {label}.",
+                f"{1 - config.pc_floor:g} × PC), GS matching by {label}, CD verbatim.",
             ),
         ]
+    specs.append(
+        _spec(
+            "cd_fuzzy",
+            GROUNDING,
+            "turn",
+            "Sensitivity variant: tokens in quotes matching by partial_ratio ≥ "
+            f"{config.gs_threshold:g} (fuzzy, like GS) / response tokens.",
+        )
+    )
     specs.append(
         _spec(
             "pc",
             GROUNDING,
             "turn",
-            f"Aspect terms with a citation label within {config.pc_window_chars} "
-            "characters / aspect terms mentioned; 1 without aspect mentions.",
+            f"Aspect terms with a citation label within ±{config.pc_window_chars} characters "
+            "of the mention's offset / aspect terms mentioned; 1 without aspect mentions.",
+        )
+    )
+    specs.append(
+        _spec(
+            "pc_gap",
+            GROUNDING,
+            "turn",
+            f"Sensitivity variant of PC: a label within {config.pc_window_chars} characters of "
+            "the whole term (gap from its end when the label follows).",
         )
     )
     specs.append(_spec("gs0", GROUNDING, "turn", "GS with 0 instead of 1 for unquoted turns."))
@@ -250,6 +274,16 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
             ),
         ]
     specs.append(_spec("mrr", ACCURACY, "turn", "1 / rank of the first gold item, 0 if absent."))
+    specs.append(
+        _spec(
+            NON_ANSWER,
+            ACCURACY,
+            "turn",
+            "1 if the system gave no answer to the turn (failed call, missing line), else 0; "
+            "such turns are missing in every other turn metric.",
+            lower=True,
+        )
+    )
     specs.append(
         _spec(
             "out_of_pool_rate",
@@ -298,10 +332,25 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
             high=None,
         ),
         _spec(
-            "rejection_recovery",
+            "t2r_no_hit",
             RECOVERY,
             "dialogue",
-            "Share of reject_and_refine turns whose next recommend/compare turn hits gold.",
+            f"1 if the dialogue has no hit, so its T2R is set by the rule ({no_hit_rule}).",
+            lower=True,
+        ),
+        _spec(
+            "rejection_recovery",
+            RECOVERY,
+            "turn",
+            "Reject_and_refine episodes whose next recommend/compare turn hits gold / all "
+            "episodes, pooled over dialogues (Trace Appendix J); one unit per episode.",
+        ),
+        _spec(
+            "rejection_recovery_dialogue_mean",
+            RECOVERY,
+            "dialogue",
+            "Sensitivity variant: each dialogue's recovered share of its episodes, averaged over "
+            "dialogues.",
         ),
     ]
     for km in _spatial_radii(config):
@@ -475,16 +524,26 @@ class _Run:
             for quote in quotes
         ]
         known_labels = [mention for mention in labels if mention.label in sources]
-        pc = grounding.provenance_coverage(
-            self.matcher.mentions(response), known_labels, config.pc_window_chars
+        mentions = self.matcher.mentions(response)
+        pc = grounding.provenance_coverage(mentions, known_labels, config.pc_window_chars)
+        pc_gap = grounding.provenance_coverage(
+            mentions, known_labels, config.pc_window_chars, measure="gap"
         )
         tokens = grounding.count_tokens(response)
-        main_gs, main_cd = 1.0, 0.0
+        # CD counts verbatim quotes only (Trace Table 7), whatever GS's threshold; the CGS
+        # variants change how GS matches, never what opens the CD gate.
+        cd = grounding.citation_density(matches, tokens)
+        main_gs = 1.0
         for suffix, threshold in self.thresholds.items():
             gs = grounding.grounding_score(matches, threshold)
-            cd = grounding.citation_density(matches, tokens, threshold)
             self.emit(f"gs{suffix}", "turn", unit, did, gs)
-            self.emit(f"cd{suffix}", "turn", unit, did, cd)
+            self.emit(
+                f"cd{suffix}" if suffix else "cd",
+                "turn",
+                unit,
+                did,
+                grounding.fuzzy_citation_density(matches, tokens, threshold) if suffix else cd,
+            )
             self.emit(
                 f"cgs{suffix}",
                 "turn",
@@ -493,8 +552,17 @@ class _Run:
                 grounding.composite_grounding_score(gs, cd, pc, config.cd_gate, config.pc_floor),
             )
             if suffix == "":
-                main_gs, main_cd = gs, cd
+                main_gs = gs
+        main_cd = cd
+        self.emit(
+            "cd_fuzzy",
+            "turn",
+            unit,
+            did,
+            grounding.fuzzy_citation_density(matches, tokens, config.gs_threshold),
+        )
         self.emit("pc", "turn", unit, did, pc)
+        self.emit("pc_gap", "turn", unit, did, pc_gap)
         self.emit(
             "gs0",
             "turn",
@@ -529,8 +597,20 @@ class _Run:
         self.emit(
             "t2r", "dialogue", did, did, recovery.turns_to_first_hit(flags, config.t2r_no_hit)
         )
+        self.emit("t2r_no_hit", "dialogue", did, did, None if not flags else float(not any(flags)))
+        episodes = recovery.rejection_episodes(dialogue, hits)
+        for user_turn, recovered in episodes:
+            # One unit per episode (keyed by the rejecting user turn), so the mean over units is
+            # the pooled rate of Appendix J and intervals still resample whole dialogues.
+            self.emit(
+                "rejection_recovery", "turn", turn_unit_id(did, user_turn), did, float(recovered)
+            )
         self.emit(
-            "rejection_recovery", "dialogue", did, did, recovery.rejection_recovery(dialogue, hits)
+            "rejection_recovery_dialogue_mean",
+            "dialogue",
+            did,
+            did,
+            recovery.pooled_rejection_recovery([episodes]),
         )
         distances = practical.pair_distances_km(recommended)
         for km in _spatial_radii(config):
@@ -669,12 +749,18 @@ def _score_dialogue_turns(
         submitted = submissions.get((did, ref.index))
         if submitted is None:
             missing.append(unit)
-            submitted = SubmittedTurn(did, ref.index, "")
+            submitted = SubmittedTurn(did, ref.index, "", answered=False)
         ranked = submitted.ranked_item_ids
-        run.score_accuracy(unit, did, ranked, ref, pool)
-        run.score_grounding(unit, did, submitted)
-        if config.text_metrics:
-            run.score_text(unit, did, submitted, ref)
+        run.emit(NON_ANSWER, "turn", unit, did, 0.0 if submitted.answered else 1.0)
+        if submitted.answered:
+            # A turn without an answer is missing in every turn metric: a placeholder text
+            # must not earn GS = 1 (no quotes), PC = 1 (no aspects) or BLEU on its own words.
+            run.score_accuracy(unit, did, ranked, ref, pool)
+            if submitted.response.strip():
+                # No response, no grounding: GS and PC would otherwise be 1 (vacuous).
+                run.score_grounding(unit, did, submitted)
+            if config.text_metrics:
+                run.score_text(unit, did, submitted, ref)
         gold = set(ref.gold_item_ids)
         hits[ref.index] = any(item in gold for item in ranked[: config.hit_k])
         for item_id in ranked[: config.recommended_top_n]:

@@ -95,6 +95,9 @@ class SubmittedTurn:
     response: str
     ranked_item_ids: tuple[str, ...] = ()
     citations: tuple[Citation, ...] = ()
+    # False when the system produced no answer (a failed LLM call's placeholder line carries
+    # ``metadata.no_answer``): the turn is then missing in the metrics, never a good score.
+    answered: bool = True
 
 
 @dataclass(frozen=True, slots=True)

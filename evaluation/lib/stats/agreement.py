@@ -41,8 +41,8 @@ from evaluation.lib.stats.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     attach_bootstrap_ci,
-    cluster_bootstrap_mean,
 )
+from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.results import Estimate
 
 __all__ = [
@@ -582,12 +582,11 @@ def citation_precision(
         )
         if quote_dialogues is not None:
             indicator = [float(votes.labels[quote] == SUPPORTED) for quote in quotes]
-            clustered = cluster_bootstrap_mean(
+            clustered = cluster_mean(
                 indicator,
                 [quote_dialogues[quote] for quote in quotes],
-                n_resamples=n_resamples,
-                seed=seed,
                 confidence=confidence,
+                bounds=(0.0, 1.0),
             )
             estimate = Estimate(
                 estimate.value,

@@ -1,8 +1,9 @@
 """Comparing two systems (spec: statistics.md "Comparing systems"; Trace §7.1 and appendix K.3,
 Table 15 "per-dialogue paired t-tests"; appendix L, Table 21 paired cluster bootstrap).
 
-Both tests pair the systems by dialogue: the t-test on per-dialogue means with
-``scipy.stats.ttest_rel``, the bootstrap by resampling the shared dialogues (bootstrap.py).
+Both pair the systems by dialogue: the t-test on per-dialogue means with ``scipy.stats.ttest_rel``,
+the interval of the difference of unit-weighted means with the delete-one-dialogue jackknife and a
+t quantile (clustered.py), which is the same test when dialogues are equally long.
 """
 
 from __future__ import annotations
@@ -14,12 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from evaluation.lib.stats.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    paired_cluster_bootstrap_difference,
-)
+from evaluation.lib.stats.clustered import DEFAULT_CONFIDENCE, paired_cluster_difference
 from evaluation.lib.stats.results import Estimate, PairedTest, finite_or_none
 
 
@@ -72,7 +68,7 @@ def paired_t_test(
 
 @dataclass(frozen=True)
 class SystemComparison:
-    """Two systems on one metric: paired bootstrap difference (A − B) and paired t-test."""
+    """Two systems on one metric: paired cluster difference (A − B) and paired t-test."""
 
     system_a: Hashable
     system_b: Hashable
@@ -81,7 +77,7 @@ class SystemComparison:
 
     @property
     def significant(self) -> bool:
-        """True when the 95% (or chosen) bootstrap CI of the difference excludes 0."""
+        """True when the 95% (or chosen) jackknife-t CI of the difference excludes 0."""
         return self.difference.ci_excludes(0.0)
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,19 +98,11 @@ def compare_systems(
     values_b: Sequence[float],
     dialogues_b: Sequence[Hashable],
     *,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> SystemComparison:
-    """Unit values of two systems (with each unit's dialogue) → bootstrap CI and t-test."""
-    difference = paired_cluster_bootstrap_difference(
-        values_a,
-        dialogues_a,
-        values_b,
-        dialogues_b,
-        n_resamples=n_resamples,
-        seed=seed,
-        confidence=confidence,
+    """Unit values of two systems (with each unit's dialogue) → jackknife-t CI and t-test."""
+    difference = paired_cluster_difference(
+        values_a, dialogues_a, values_b, dialogues_b, confidence=confidence
     )
     t_test = paired_t_test(
         per_dialogue_means(values_a, dialogues_a), per_dialogue_means(values_b, dialogues_b)

@@ -12,7 +12,8 @@ the reason, when fewer than three units are shared or either side is constant.
 - ``quadratic_weighted_kappa``: QWK between same-scale ratings (CoRE's judge selection).
 - ``inter_factor_kendall`` / ``coupling_by_rater``: CoRE's factor-coupling matrices.
 - ``sample_efficiency_curve``: system-ranking correlation vs dialogues per system (FACE Fig. 4).
-- ``correlation_with_ci`` / ``rank_evaluators``: bootstrap CIs and a tie-aware metric leaderboard.
+- ``correlation_with_ci`` / ``rank_evaluators``: dialogue-jackknife CIs (Fisher z, t quantile) and
+  a metric leaderboard with Holm-corrected tie-aware ranks.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ import numpy as np
 from scipy import stats
 
 from evaluation.lib.stats.agreement import cohen_kappa
-from evaluation.lib.stats.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    percentile_bootstrap,
-    percentile_interval,
-    significantly_better_matrix,
+from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SEED, percentile_interval
+from evaluation.lib.stats.clustered import (
+    MULTIPLICITY,
+    better_from_tests,
+    cluster_groups,
+    jackknife_leave_outs,
+    jackknife_standard_error,
+    t_quantile,
     tie_aware_ranks,
 )
 from evaluation.lib.stats.results import Correlation, Estimate, RankedSystem, finite_or_none
@@ -39,6 +41,10 @@ from evaluation.lib.stats.results import Correlation, Estimate, RankedSystem, fi
 METHODS = ("pearson", "spearman", "kendall")
 MIN_UNITS = 3
 POOLED = "pooled"
+# FACE Table 1's "All" column: "the correlations averaged over all aspects", i.e. the mean of the
+# per-aspect coefficients. The pooled row (all (aspect, unit) pairs in one correlation) is a
+# different number and must not be called FACE's.
+ASPECT_MEAN = "mean_over_aspects"
 ALL_UNITS = "all"
 
 Scores = Mapping[Hashable, float | None]
@@ -122,11 +128,14 @@ def item_level_correlations(
     subsets: Mapping[Hashable, Hashable] | None = None,
     methods: Sequence[str] = METHODS,
 ) -> list[CorrelationRow]:
-    """Correlation per aspect, and pooled over aspects, for all units and per subset.
+    """Correlation per aspect, pooled over aspects, and the mean over aspects, for all units
+    and per subset.
 
     ``metric[aspect][unit]`` and ``human[aspect][unit]`` (the human side is usually the mean of
-    annotators); ``subsets`` maps unit → group (e.g. "ReDial" / "OpenDialKG"). Pooled joins
-    (aspect, unit) pairs of every aspect both sides have.
+    annotators); ``subsets`` maps unit → group (e.g. "ReDial" / "OpenDialKG"). ``POOLED`` joins
+    the (aspect, unit) pairs of every aspect both sides have into one correlation;
+    ``ASPECT_MEAN`` is FACE's "All" (Table 1): the mean of the defined per-aspect coefficients,
+    with n = the number of aspects averaged and no p-value.
     """
     aspects = [aspect for aspect in metric if aspect in human]
     groups: list[Hashable] = [ALL_UNITS]
@@ -136,6 +145,7 @@ def item_level_correlations(
     for group in groups:
         pooled_x: list[float] = []
         pooled_y: list[float] = []
+        per_aspect = []
         for aspect in aspects:
             keys, xs, ys = join_on_units(metric[aspect], human[aspect])
             if group != ALL_UNITS:
@@ -143,11 +153,29 @@ def item_level_correlations(
                 xs, ys = xs[keep] if len(xs) else xs, ys[keep] if len(ys) else ys
             pooled_x += xs.tolist()
             pooled_y += ys.tolist()
-            rows.append(CorrelationRow(aspect, group, _all_methods(xs, ys, methods)))
+            per_aspect.append(_all_methods(xs, ys, methods))
+            rows.append(CorrelationRow(aspect, group, per_aspect[-1]))
         if len(aspects) > 1:
             pooled = _all_methods(np.array(pooled_x), np.array(pooled_y), methods)
             rows.append(CorrelationRow(POOLED, group, pooled))
+            rows.append(CorrelationRow(ASPECT_MEAN, group, _mean_over_aspects(per_aspect, methods)))
     return rows
+
+
+def _mean_over_aspects(per_aspect: Sequence[Mapping[str, Correlation]], methods) -> dict:
+    out = {}
+    for method in methods:
+        values = [row[method].statistic for row in per_aspect if row[method].statistic is not None]
+        if not values:
+            out[method] = Correlation(None, None, 0, method,
+                                      undefined_reason="no aspect has a defined correlation")
+            continue
+        out[method] = Correlation(
+            float(np.mean(values)), None, len(values), method,
+            params={"averaged": "per-aspect coefficients (FACE Table 1, 'All')",
+                    "aspects": len(values), "aspects_undefined": len(per_aspect) - len(values)},
+        )
+    return out
 
 
 def _all_methods(xs, ys, methods) -> dict[str, Correlation]:
@@ -374,42 +402,56 @@ def _fast_statistic(method: str):
     return {"pearson": pearson, "spearman": spearman, "kendall": kendall}[method]
 
 
+def fisher_z(r: np.ndarray | float) -> np.ndarray:
+    """atanh(r), with |r| kept just below 1 so a perfect correlation stays finite."""
+    return np.arctanh(np.clip(np.asarray(r, dtype=float), -0.999999, 0.999999))
+
+
+def _clusters_for(keys: Sequence[Hashable], clusters: Mapping[Hashable, Hashable] | None):
+    return [clusters[key] for key in keys] if clusters is not None else None
+
+
 def correlation_with_ci(
     x: Scores,
     y: Scores,
     method: str = "spearman",
     *,
     clusters: Mapping[Hashable, Hashable] | None = None,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> Correlation:
-    """A correlation with a percentile-bootstrap CI over shared units (or over their clusters)."""
+    """A correlation with a studentized cluster CI over the shared units' dialogues.
+
+    The coefficient is recomputed without each cluster (dialogue; each unit is its own cluster
+    when ``clusters`` is None) in turn; the jackknife standard error of Fisher's z = atanh(r) and
+    Student's t with G − 1 df give the interval on the z scale, mapped back with tanh. Turns of one
+    dialogue are never treated as independent. Leave-outs where r is undefined are skipped.
+    """
     keys, xs, ys = join_on_units(x, y)
     point = correlation_from_arrays(xs, ys, method)
     if point.statistic is None:
         return point
     statistic = _fast_statistic(method)
-    interval = percentile_bootstrap(
-        lambda idx: statistic(xs[idx], ys[idx]),
-        len(keys),
-        clusters=[clusters[key] for key in keys] if clusters is not None else None,
-        n_resamples=n_resamples,
-        seed=seed,
-        confidence=confidence,
-    )
+    groups = cluster_groups(_clusters_for(keys, clusters), len(keys))
+    leave_outs = jackknife_leave_outs(lambda idx: statistic(xs[idx], ys[idx]), groups, len(keys))
+    se = float(jackknife_standard_error(fisher_z(leave_outs)))
+    valid = int(np.isfinite(leave_outs).sum())
+    low = high = None
+    if np.isfinite(se) and valid >= 2:
+        half = float(t_quantile(len(groups) - 1, confidence)) * se
+        z = float(fisher_z(point.statistic))
+        low, high = float(np.tanh(z - half)), float(np.tanh(z + half))
     return Correlation(
         point.statistic,
         point.p_value,
         point.n,
         method,
-        interval.low,
-        interval.high,
+        low,
+        high,
         params={
-            "n_resamples": n_resamples,
-            "seed": seed,
+            "interval": "jackknife_fisher_z_t",
+            "clusters": len(groups),
             "confidence": confidence,
-            "valid_resamples": interval.valid_resamples,
+            "valid_leave_outs": valid,
         },
     )
 
@@ -419,15 +461,19 @@ def rank_evaluators(
     human: Scores,
     *,
     method: str = "spearman",
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
+    clusters: Mapping[Hashable, Hashable] | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
+    correction: str = MULTIPLICITY,
 ) -> list[RankedSystem]:
     """Metric leaderboard: evaluators ranked by correlation with ``human``, with CIs.
 
-    All evaluators are correlated on the same bootstrap draws of the human-scored units (each on
-    the drawn units it scored), so their ranks are tie-aware: 1 + the number of evaluators whose
-    correlation is significantly higher (the CI of the difference excludes 0).
+    ``clusters`` maps each human-scored unit to its dialogue (each unit is its own cluster when
+    None). Every evaluator is recomputed without each dialogue in turn (on the units it scored),
+    which gives jackknife standard errors of Fisher's z for each correlation (its interval) and
+    of every pairwise difference r_e − r_f; two-sided t-tests (G − 1 df) with Holm's correction
+    over all pairs decide "significantly higher", and an evaluator's rank is 1 + the number of
+    evaluators significantly higher. An evaluator whose correlation is undefined gets no rank
+    (None) and no interval, and is listed last.
     """
     units = [unit for unit, value in human.items() if finite_or_none(value) is not None]
     target = np.array([float(human[unit]) for unit in units])
@@ -446,29 +492,56 @@ def rank_evaluators(
             row[e] = np.nan if value is None else value
         return row
 
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(units), size=(n_resamples, len(units))) if units else []
-    replicates = np.array([correlations(row) for row in draws]).reshape(len(draws), len(names))
+    groups = cluster_groups(_clusters_for(units, clusters), len(units))
+    leave_outs = jackknife_leave_outs(correlations, groups, len(units)).reshape(
+        len(groups), len(names)
+    )
     points = [correlate(evaluators[name], human, methods=(method,))[method] for name in names]
     defined = [e for e, point in enumerate(points) if point.statistic is not None]
-    # Only evaluators with a defined correlation compete; the others rank after all of them.
-    better = significantly_better_matrix(replicates[:, defined], confidence=confidence)
+    # Differences are tested on r itself: it is bounded, while atanh(r) jumps to ±infinity
+    # when a leave-out happens to be perfectly correlated (small studies, ties).
+    r_points = np.array([points[e].statistic for e in defined], dtype=float)
+    r_leave = leave_outs[:, defined]
+    size = len(defined)
+    difference = r_points[None, :] - r_points[:, None]  # [i, j] = r_j − r_i
+    p_value = np.full((size, size), np.nan)
+    df = max(len(groups) - 1, 1)
+    for i in range(size):
+        for j in range(i + 1, size):
+            se = float(jackknife_standard_error(r_leave[:, j] - r_leave[:, i]))
+            if np.isfinite(se) and se > 0:
+                p = 2.0 * stats.t.sf(abs(difference[i, j]) / se, df)
+            elif np.isfinite(se):
+                p = 1.0 if difference[i, j] == 0 else 0.0
+            else:
+                p = np.nan
+            p_value[i, j] = p_value[j, i] = p
+    better = better_from_tests(
+        difference, p_value, alpha=1.0 - confidence, correction=correction
+    )
     ranks = dict(zip(defined, tie_aware_ranks(better).tolist(), strict=True))
+    quantile = float(t_quantile(df, confidence))
     rows = []
     for e, (name, point) in enumerate(zip(names, points, strict=True)):
-        low, high = percentile_interval(replicates[:, e], confidence)
+        low = high = None
+        if e in ranks:
+            se = float(jackknife_standard_error(fisher_z(leave_outs[:, e])))
+            if np.isfinite(se):
+                z = float(fisher_z(point.statistic))
+                low, high = np.tanh(z - quantile * se), np.tanh(z + quantile * se)
         estimate = Estimate(
             point.statistic,
-            low if point.statistic is not None else None,
-            high if point.statistic is not None else None,
-            n={"units": point.n},
+            low,
+            high,
+            n={"units": point.n, "clusters": len(groups)},
             method="evaluator_correlation",
             undefined_reason=point.undefined_reason,
             params={
                 "correlation": method,
                 "p_value": point.p_value,
-                "n_resamples": n_resamples,
-                "seed": seed,
+                "interval": "jackknife_fisher_z_t",
+                "correction": correction,
+                "pairs": size * (size - 1) // 2,
                 "confidence": confidence,
             },
         )
@@ -476,9 +549,9 @@ def rank_evaluators(
         if e in ranks:
             position = defined.index(e)
             winners = tuple(names[defined[j]] for j in np.flatnonzero(better[position]))
-        rank = ranks.get(e, len(defined) + 1)
-        rows.append(RankedSystem(name, estimate, int(rank), winners))
-    rows.sort(key=lambda row: (row.rank, _descending(row.estimate.value), row.system))
+        rows.append(RankedSystem(name, estimate, ranks.get(e), winners))
+    rows.sort(key=lambda row: (row.rank is None, row.rank or 0,
+                               _descending(row.estimate.value), row.system))
     return rows
 
 

@@ -118,32 +118,40 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "the metric sees only k dialogues per system, drawn without replacement; repeated 200 "
         "times per k from a fixed seed, reporting the mean and the 2.5–97.5 percentile range."
     ),
-    "correlation_bootstrap_ci": (
-        "A correlation with a percentile-bootstrap CI: the shared units (or their dialogues) "
-        "are resampled and the coefficient recomputed; resamples where it is undefined are "
-        "skipped and counted. " + _BOOTSTRAP
+    "correlation_jackknife_ci": (
+        "A correlation with a studentized cluster interval: the coefficient is recomputed "
+        "without each dialogue in turn (delete-one-cluster jackknife; turns of one dialogue "
+        "are never treated as independent), and the interval is tanh(z ± t_{G−1, 0.975} × SE) "
+        "with z = atanh(r) and SE the jackknife standard error of z over the G dialogues."
     ),
     "evaluator_correlation": (
         "Metric leaderboard: each evaluator's correlation with the human scores, with a "
-        "bootstrap CI; all evaluators are recomputed on the same resampled units, and an "
-        "evaluator's rank is 1 + the number of evaluators whose correlation is significantly "
-        "higher (the 95% CI of the difference excludes 0). " + _BOOTSTRAP
+        "dialogue-jackknife interval on Fisher's z (t with G − 1 df). Every pair of evaluators "
+        "is tested on r_e − r_f with the same jackknife (t with G − 1 df), and an "
+        "evaluator's rank is 1 + the number of evaluators significantly higher after "
+        "Holm's correction over all pairs on the page (family-wise error at most 5%). "
+        "An undefined correlation has no rank."
     ),
-    "cluster_bootstrap_mean": (
-        "A leaderboard mean over units (e.g. system turns) with a cluster bootstrap CI: whole "
-        "dialogues are resampled with replacement, because turns of one dialogue are "
-        "correlated, and the unit-weighted mean is recomputed. Every system uses the same "
-        "dialogue draws. n gives units and dialogues. " + _BOOTSTRAP
+    "cluster_t_mean": (
+        "A mean over units (e.g. system turns) with a studentized cluster interval: the mean "
+        "is recomputed without each dialogue in turn (delete-one-cluster jackknife, because "
+        "turns of one dialogue are correlated), and the interval is mean ± t_{G−1, 0.975} × "
+        "SE, SE² = (G − 1)/G × Σ (mean_(−g) − their average)², over the G dialogues with "
+        "values; it is cut to the metric's range. For dialogues of equal length this is the "
+        "t-interval of the dialogue means. Coverage is measured by bench_calibration."
     ),
-    "paired_cluster_bootstrap_difference": (
-        "Difference mean(A) − mean(B) over the dialogues both systems answered, with a paired "
-        "cluster bootstrap CI: each resample draws dialogues once and recomputes both means on "
-        "that draw. The difference is significant when its 95% CI excludes 0. " + _BOOTSTRAP
+    "cluster_t_difference": (
+        "Difference mean(A) − mean(B) over the dialogues both systems answered, with the same "
+        "jackknife-t interval applied to the difference (both means recomputed without each "
+        "dialogue); significant when the 95% interval excludes 0, i.e. p < 0.05. For dialogues "
+        "of equal length it is the per-dialogue paired t-test."
     ),
-    "tie_aware_rank": (
+    "holm_tie_aware_rank": (
         "A system's rank is 1 + the number of systems significantly better than it on that "
-        "metric (paired cluster bootstrap CI of the difference excluding 0, in the metric's "
-        "better direction); systems that cannot be told apart share a rank."
+        "metric. Each pair is tested with the cluster jackknife-t test of the difference, and "
+        "Holm's step-down procedure over all pairs of the leaderboard decides which are "
+        "significant, so the chance that any two equally good systems are ranked apart is at "
+        "most 5% (family-wise), not 5% per pair. Systems that cannot be told apart share a rank."
     ),
     "paired_t_test": (
         "Per-dialogue paired t-test (scipy.stats.ttest_rel, two-sided): each system's unit "

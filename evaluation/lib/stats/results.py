@@ -173,11 +173,12 @@ class PairedTest:
 
 @dataclass(frozen=True)
 class RankedSystem:
-    """A system's leaderboard mean (with CI) and its tie-aware rank."""
+    """A system's leaderboard mean (with CI) and its tie-aware rank (None: not ranked, e.g. an
+    evaluator whose correlation is undefined)."""
 
     system: str
     estimate: Estimate
-    rank: int
+    rank: int | None
     significantly_better: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:

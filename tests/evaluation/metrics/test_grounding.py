@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from evaluation.lib.metrics.grounding import (
     ASPECT_INVENTORY,
     DEFAULT_ASPECT_MATCHER,
+    DEFAULT_CD_GATE,
     EXACT,
     FAIL,
     AspectMatcher,
@@ -16,6 +17,7 @@ from evaluation.lib.metrics.grounding import (
     citation_density,
     composite_grounding_score,
     count_tokens,
+    fuzzy_citation_density,
     grounding_score,
     grounding_score_zero_if_unquoted,
     match_quote,
@@ -105,12 +107,26 @@ def test_cd_is_matching_quote_tokens_over_response_tokens():
     assert citation_density(matches_for(response), count_tokens(response)) == pytest.approx(5 / 19)
 
 
-def test_cd_follows_the_matching_threshold():
+def test_cd_counts_verbatim_quotes_only_and_fuzzy_cd_is_a_variant():
     response = 'Here: "crab cakes were so good" [R1]'
     matches = matches_for(response)
     tokens = count_tokens(response)  # Here crab cakes were so good R1 = 7
-    assert citation_density(matches, tokens, 70) == pytest.approx(5 / 7)
-    assert citation_density(matches, tokens, 80) == 0.0
+    assert citation_density(matches, tokens) == 0.0  # not in the review word for word
+    assert fuzzy_citation_density(matches, tokens, 70) == pytest.approx(5 / 7)
+    assert fuzzy_citation_density(matches, tokens, 80) == 0.0
+
+
+def test_a_paraphrase_passing_gs_at_90_cannot_open_the_cgs_gate():
+    # Review rA1 says "the crab cakes were incredible"; the quote changes one word. Its partial
+    # ratio is >= 90, so GS counts it grounded, but CD (verbatim) is 0 and CGS is 0.
+    response = 'Go: "the crab cake were incredible" [R1]'
+    (match,) = matches_for(response)
+    assert match.score >= 90 and not match.verbatim
+    tokens = count_tokens(response)
+    assert fuzzy_citation_density([match], tokens, 90) >= DEFAULT_CD_GATE
+    cd = citation_density([match], tokens)
+    assert cd == 0.0
+    assert composite_grounding_score(grounding_score([match], 90), cd, 1.0) == 0.0
 
 
 def test_cd_of_an_empty_response_is_zero():
@@ -155,11 +171,26 @@ def test_pc_counts_terms_with_a_label_within_80_characters():
     assert provenance_coverage(mentions, extract_labels(response)) == 0.5
 
 
-def test_pc_window_edge_is_inclusive():
-    for gap, expected in ((80, 1.0), (81, 0.0)):
+def test_pc_window_is_plus_minus_80_characters_from_the_mention_offset():
+    # "quiet" starts at offset 0: the window is [-80, 80]. "[R1]" after 72 spaces occupies
+    # offsets 77-80 (inside); after 73 spaces 78-81 (its last character is outside).
+    for gap, expected in ((72, 1.0), (73, 0.0)):
         response = "quiet" + " " * gap + "[R1]"
         mentions = DEFAULT_ASPECT_MATCHER.mentions(response)
         assert provenance_coverage(mentions, extract_labels(response), window=80) == expected
+    # The earlier reading measured from the end of the term: 73 spaces is a gap of 73 <= 80.
+    response = "quiet" + " " * 73 + "[R1]"
+    mentions = DEFAULT_ASPECT_MATCHER.mentions(response)
+    assert provenance_coverage(mentions, extract_labels(response), measure="gap") == 1.0
+
+
+def test_pc_window_reaches_back_80_characters_before_the_mention():
+    # "[R1]" at offsets 0-3. "cozy" at 80 has the window [0, 160]: the whole bracket is inside;
+    # "cozy" at 81 has [1, 161]: the bracket starts before it.
+    for gap, expected in ((76, 1.0), (77, 0.0)):
+        response = "[R1]" + " " * gap + "cozy"
+        mentions = DEFAULT_ASPECT_MATCHER.mentions(response)
+        assert provenance_coverage(mentions, extract_labels(response)) == expected
 
 
 def test_pc_merges_repeated_mentions_of_one_term():

@@ -2,6 +2,8 @@
 
 from evaluation.lib.metrics.recovery import (
     EXCLUDE,
+    pooled_rejection_recovery,
+    rejection_episodes,
     rejection_recovery,
     task_success,
     turns_to_first_hit,
@@ -65,3 +67,13 @@ def test_missing_hit_flag_counts_as_a_miss():
 def test_dialogue_without_rejections_is_excluded_from_rejection_recovery():
     plain = _dialogue(("user", "greet_and_seek"), ("system", "recommend"))
     assert rejection_recovery(plain, {1: True}) is None
+
+
+def test_episodes_name_the_rejecting_user_turn_and_the_outcome():
+    assert rejection_episodes(DIALOGUE, {1: False, 5: True, 7: False}) == [(2, True), (6, False)]
+
+
+def test_pooled_rate_weighs_every_episode_the_same():
+    # Appendix J: one dialogue 1/1, another 0/3 -> 1/4, not the mean of rates (0.5).
+    assert pooled_rejection_recovery([[(2, True)], [(2, False), (4, False), (6, False)]]) == 0.25
+    assert pooled_rejection_recovery([[], []]) is None

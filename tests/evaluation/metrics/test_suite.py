@@ -66,7 +66,8 @@ RESPONSE_1 = 'Try Harbor House: "the crab cakes were incredible" [R1] and parkin
 SUBMISSION = [
     SubmittedTurn("d1", 1, RESPONSE_1, ("C", "A", "B"), (Citation("R1", "rA1"),)),
     SubmittedTurn("d1", 3, "Sky Lounge is quiet. No quotes here.", ("B", "C")),
-    # Turn 5 is missing on purpose: it is scored as an empty answer and reported.
+    # Turn 5 is missing on purpose: it is a non-answer (missing in every turn metric) and
+    # reported.
 ]
 
 
@@ -80,18 +81,20 @@ def values(result, metric):
 
 
 def test_turn_units_are_recommend_and_compare_turns(result):
-    assert set(values(result, "mrr")) == {"d1#1", "d1#3", "d1#5"}
+    assert set(values(result, "non_answer")) == {"d1#1", "d1#3", "d1#5"}
+    assert set(values(result, "mrr")) == {"d1#1", "d1#3"}  # d1#5 unanswered: missing
     row = next(row for row in result.values if row.metric == "mrr")
     assert (row.unit_type, row.dialogue_id) == ("turn", "d1")
 
 
 def test_accuracy_per_turn_hand_computed(result):
-    # d1#1: gold A at rank 2; d1#3: gold B at rank 1 (alt C at 2); d1#5: nothing submitted.
-    assert values(result, "recall@1") == {"d1#1": 0.0, "d1#3": 1.0, "d1#5": 0.0}
-    assert values(result, "recall@3") == {"d1#1": 1.0, "d1#3": 1.0, "d1#5": 0.0}
-    assert values(result, "mrr") == {"d1#1": 0.5, "d1#3": 1.0, "d1#5": 0.0}
-    assert values(result, "mr_recall@1") == {"d1#1": 0.0, "d1#3": 1.0, "d1#5": 0.0}
-    assert result.means()["mrr"] == pytest.approx(0.5)
+    # d1#1: gold A at rank 2; d1#3: gold B at rank 1 (alt C at 2); d1#5: not answered.
+    assert values(result, "recall@1") == {"d1#1": 0.0, "d1#3": 1.0}
+    assert values(result, "recall@3") == {"d1#1": 1.0, "d1#3": 1.0}
+    assert values(result, "mrr") == {"d1#1": 0.5, "d1#3": 1.0}
+    assert values(result, "mr_recall@1") == {"d1#1": 0.0, "d1#3": 1.0}
+    assert result.means()["mrr"] == pytest.approx(0.75)
+    assert values(result, "non_answer") == {"d1#1": 0.0, "d1#3": 0.0, "d1#5": 1.0}
 
 
 def test_grounding_per_turn_hand_computed(result):
@@ -105,7 +108,8 @@ def test_grounding_per_turn_hand_computed(result):
     assert values(result, "gs0")["d1#3"] == 0.0
     assert values(result, "pc")["d1#3"] == 0.0
     assert values(result, "cgs")["d1#3"] == 0.0
-    assert result.means()["cgs"] == pytest.approx(1 / 3)
+    assert result.means()["cgs"] == pytest.approx(1 / 2)  # d1#5 has no answer: no grounding
+    assert "d1#5" not in values(result, "gs") and "d1#5" not in values(result, "pc")
 
 
 def test_sensitivity_variants_are_reported(result):
@@ -114,6 +118,9 @@ def test_sensitivity_variants_are_reported(result):
         "gs_t90",
         "gs_exact",
         "cd_exact",
+        "cd_fuzzy",
+        "pc_gap",
+        "rejection_recovery_dialogue_mean",
         "cgs_t70",
         "cgs_exact",
         "cgs_cd_gate_0.03",
@@ -127,15 +134,17 @@ def test_sensitivity_variants_are_reported(result):
 def test_text_metrics_compare_with_the_reference_turn(result):
     assert values(result, "bleu4")["d1#1"] == pytest.approx(sentence_bleu4(RESPONSE_1, REF_TEXT_1))
     assert values(result, "rouge_l")["d1#1"] == pytest.approx(rouge_l_f1(RESPONSE_1, REF_TEXT_1))
-    assert values(result, "bleu4")["d1#5"] == 0.0
+    assert "d1#5" not in values(result, "bleu4")  # the non-answer's text is not scored
 
 
 def test_recovery_per_dialogue_hand_computed(result):
     # Top-1 hits: d1#1 C (gold A) no, d1#3 B (gold B) yes, d1#5 nothing -> TSR 1, T2R 2.
     assert values(result, "tsr") == {"d1": 1.0}
     assert values(result, "t2r") == {"d1": 2.0}
-    # The rejection at turn 2 is followed by d1#3, which hits.
-    assert values(result, "rejection_recovery") == {"d1": 1.0}
+    assert values(result, "t2r_no_hit") == {"d1": 0.0}  # a hit: the no-hit rule did not apply
+    # The rejection at user turn 2 is one episode, followed by d1#3, which hits.
+    assert values(result, "rejection_recovery") == {"d1#2": 1.0}
+    assert values(result, "rejection_recovery_dialogue_mean") == {"d1": 1.0}
 
 
 def test_practical_value_per_dialogue_hand_computed(result):
@@ -190,8 +199,8 @@ class KeywordScorer:
 def test_entailment_hook_scores_claims_and_cgsent():
     result = evaluate_submission([DIALOGUE], ITEMS, REVIEWS, SUBMISSION, nli=KeywordScorer())
     # d1#1 has one claim sentence (the whole response), entailed by rA1; d1#3 cites nothing, so
-    # its two claims are not entailed; d1#5 is empty, so it is vacuously 1.
-    assert values(result, "entailment") == {"d1#1": 1.0, "d1#3": 0.0, "d1#5": 1.0}
+    # its two claims are not entailed; d1#5 is unanswered, so it has no grounding at all.
+    assert values(result, "entailment") == {"d1#1": 1.0, "d1#3": 0.0}
     assert values(result, "cgsent")["d1#1"] == 1.0
     assert values(result, "cgsent")["d1#3"] == 0.0
     assert "entailment" not in result.unavailable
@@ -215,7 +224,7 @@ def test_real_tiny_nli_model_runs_through_the_suite(tmp_path):
     )
     result = evaluate_submission([DIALOGUE], ITEMS, REVIEWS, SUBMISSION, nli=model)
     entailment = values(result, "entailment")
-    assert set(entailment) == {"d1#1", "d1#3", "d1#5"}
+    assert set(entailment) == {"d1#1", "d1#3"}
     assert all(0.0 <= value <= 1.0 for value in entailment.values())
     assert values(result, "entailment_t0.3")
 
@@ -238,6 +247,8 @@ def test_t2r_can_exclude_dialogues_without_a_hit():
     )
     assert values(penalized, "t2r") == {"d1": 4.0}
     assert values(excluded, "t2r") == {}
+    assert values(penalized, "t2r_no_hit") == {"d1": 1.0}  # the rule applied to this dialogue
+    assert "turns + 1" in {s.name: s for s in penalized.specs}["t2r_no_hit"].description
 
 
 def test_text_metrics_can_be_switched_off():
@@ -325,3 +336,56 @@ def test_metrics_package_imports_nothing_from_django():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             assert not any(name.split(".")[0] == "django" for name in names), source
+
+
+def _rejections_dialogue(dialogue_id, hits):
+    """A dialogue with one reject_and_refine episode per entry of HITS (True: the system's next
+    recommendation hits gold)."""
+    turns, index = [turn(0, "user", "greet_and_seek", "Hi.")], 1
+    for _ in hits:
+        turns.append(turn(index, "system", "recommend", "X.", gold=["A"]))
+        turns.append(turn(index + 1, "user", "reject_and_refine", "No."))
+        index += 2
+    turns.append(turn(index, "system", "recommend", "Y.", gold=["A"]))
+    turns = tuple(turns)
+    submission, follow_ups = [], [t.index for t in turns if t.is_recommendation][1:]
+    answers = dict(zip(follow_ups, hits, strict=True))
+    for t in turns:
+        if t.is_recommendation:
+            submission.append(SubmittedTurn(dialogue_id, t.index, "Z.",
+                                            ("A",) if answers.get(t.index) else ("B",)))
+    return ReferenceDialogue(dialogue_id, "test", {}, ("A", "B"), turns), submission
+
+
+def test_rejection_recovery_is_pooled_over_episodes_as_in_appendix_j():
+    # One dialogue recovers 1 of 1, another 0 of 3: the paper's rate is 1/4 = 0.25; the mean of
+    # per-dialogue rates (0.50) is only the sensitivity variant.
+    first, sub_1 = _rejections_dialogue("r1", [True])
+    second, sub_2 = _rejections_dialogue("r2", [False, False, False])
+    result = evaluate_submission([first, second], ITEMS, REVIEWS, sub_1 + sub_2)
+    assert result.means()["rejection_recovery"] == pytest.approx(0.25)
+    assert result.means()["rejection_recovery_dialogue_mean"] == pytest.approx(0.5)
+    assert len(values(result, "rejection_recovery")) == 4
+    rows = [r for r in result.values if r.metric == "rejection_recovery"]
+    assert {r.dialogue_id for r in rows} == {"r1", "r2"}  # intervals resample dialogues
+
+
+def test_a_non_answer_never_scores_well():
+    # A failed LLM turn: placeholder text, no items, metadata.no_answer. Before, its text had no
+    # quotes and no aspects, so GS = PC = 1; now every turn metric is missing for it.
+    submission = [
+        SubmittedTurn("d1", 1, "(no answer: the LLM baseline failed)", (), answered=False),
+        SubmittedTurn("d1", 3, "(no answer: the LLM baseline failed)", (), answered=False),
+        SubmittedTurn("d1", 5, "(no answer: the LLM baseline failed)", (), answered=False),
+    ]
+    result = evaluate_submission([DIALOGUE], ITEMS, REVIEWS, submission)
+    assert values(result, "non_answer") == {"d1#1": 1.0, "d1#3": 1.0, "d1#5": 1.0}
+    for metric in ("gs", "pc", "cgs", "cd", "bleu4", "rouge_l", "recall@1", "mrr"):
+        assert values(result, metric) == {}, metric
+    assert values(result, "tsr") == {"d1": 0.0}  # nothing recommended, nothing hit
+
+
+def test_an_answer_without_text_has_no_grounding_but_keeps_its_ranking():
+    result = evaluate_submission([DIALOGUE], ITEMS, REVIEWS, [SubmittedTurn("d1", 1, " ", ("A",))])
+    assert values(result, "recall@1")["d1#1"] == 1.0
+    assert "d1#1" not in values(result, "gs") and "d1#1" not in values(result, "pc")

@@ -1,15 +1,11 @@
-"""The bootstrap from per-dialogue sums (a run spread over workers) against the one from unit
-values: the same mean, the same CI bounds (the same draws), the same sample std."""
+"""The cluster interval from per-dialogue sums (a run spread over workers) against the one from
+unit values: the same mean, the same CI bounds, the same sample std."""
 
 import numpy as np
 import pytest
 
-from evaluation.lib.stats.bootstrap import cluster_bootstrap_mean
-from evaluation.lib.stats.cluster_sums import (
-    ResampleCache,
-    cluster_bootstrap_mean_from_sums,
-    sample_std,
-)
+from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums, sample_std
+from evaluation.lib.stats.clustered import cluster_mean
 
 
 def reduce(values, clusters):
@@ -26,9 +22,8 @@ def test_the_same_estimate_and_ci_as_from_unit_values(seed):
     rng = np.random.default_rng(seed)
     clusters = [f"dlg-{rng.integers(0, 300):04d}" for _ in range(2000)]
     values = rng.random(2000) * rng.integers(1, 5, 2000)
-    expected = cluster_bootstrap_mean(values, clusters, n_resamples=500, seed=7)
-    got = cluster_bootstrap_mean_from_sums(*reduce(values, clusters), n_resamples=500, seed=7,
-                                           cache=ResampleCache(500, 7))
+    expected = cluster_mean(values, clusters)
+    got = cluster_mean_from_sums(*reduce(values, clusters))
     assert got.value == pytest.approx(expected.value, rel=1e-12)
     assert got.ci_low == pytest.approx(expected.ci_low, rel=1e-12)
     assert got.ci_high == pytest.approx(expected.ci_high, rel=1e-12)
@@ -38,13 +33,17 @@ def test_the_same_estimate_and_ci_as_from_unit_values(seed):
 
 
 def test_by_hand_and_edge_cases():
-    # Two dialogues: (1, 0) and (1,): mean 2/3 over three units; every CI bound is a replicate
-    # mean of some draw, so it lies in [0.5, 1].
-    estimate = cluster_bootstrap_mean_from_sums(["b", "a"], [1.0, 1.0], [1, 2])
+    # Two dialogues: a = (1, 0) and b = (1,): mean 2/3 over three units. Without a: 1; without
+    # b: 1/2; jackknife SE = sqrt(1/2 · (0.25² + 0.25²)) = 0.25, df 1 (two dialogues), cut to
+    # [0, 1] as bounds ask.
+    estimate = cluster_mean_from_sums(["b", "a"], [1.0, 1.0], [1, 2], bounds=(0.0, 1.0))
     assert estimate.value == pytest.approx(2 / 3)
-    assert 0.5 <= estimate.ci_low <= estimate.value <= estimate.ci_high <= 1.0
-    assert cluster_bootstrap_mean_from_sums([], [], []).value is None
-    assert cluster_bootstrap_mean_from_sums(["a"], [0.0], [0]).value is None
+    half = 12.706204736174707 * 0.25
+    assert estimate.ci_low == 0.0 and estimate.ci_high == 1.0
+    assert cluster_mean_from_sums(["b", "a"], [1.0, 1.0], [1, 2]).ci_low == pytest.approx(
+        2 / 3 - half)
+    assert cluster_mean_from_sums([], [], []).value is None
+    assert cluster_mean_from_sums(["a"], [0.0], [0]).value is None
     assert sample_std(1.0, 1.0, 1) is None
     assert sample_std(2.0, 2.0, 2) == 0.0  # equal values, no negative variance from rounding
     assert sample_std(1.0, 1.0, 2) == pytest.approx(np.std([0, 1], ddof=1))

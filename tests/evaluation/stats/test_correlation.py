@@ -8,6 +8,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from evaluation.lib.stats.agreement import cohen_kappa
 from evaluation.lib.stats.correlation import (
+    ASPECT_MEAN,
+    POOLED,
     correlate,
     correlation_from_arrays,
     correlation_with_ci,
@@ -168,11 +170,35 @@ def test_sample_efficiency_curve_rises_towards_the_full_ranking_and_is_seeded():
 
 def test_correlation_ci_contains_the_point_and_is_reproducible():
     metric, human, _ = _system_scores(noise=1.0)
-    result = correlation_with_ci(metric, human, "spearman", n_resamples=300)
+    result = correlation_with_ci(metric, human, "spearman")
     assert result.ci_low < result.statistic < result.ci_high
-    assert result == correlation_with_ci(metric, human, "spearman", n_resamples=300)
-    kendall = correlation_with_ci(metric, human, "kendall", n_resamples=100)
+    assert result == correlation_with_ci(metric, human, "spearman")
+    kendall = correlation_with_ci(metric, human, "kendall")
     assert kendall.ci_low < kendall.statistic < kendall.ci_high
+
+
+def test_correlation_ci_is_a_dialogue_jackknife_on_fisher_z():
+    # Brute force: drop each dialogue, Pearson r of the rest, jackknife SE of atanh(r),
+    # tanh(atanh(r) ± t_{G−1} · SE).
+    rng = np.random.default_rng(5)
+    units = [f"d{d}#{t}" for d in range(12) for t in range(3)]
+    human = {u: float(rng.normal()) for u in units}
+    metric = {u: human[u] + float(rng.normal()) for u in units}
+    clusters = {u: u.split("#")[0] for u in units}
+    result = correlation_with_ci(metric, human, "pearson", clusters=clusters)
+    x = np.array([metric[u] for u in units])
+    y = np.array([human[u] for u in units])
+    dialogue = np.array([clusters[u] for u in units])
+    leave = np.array([
+        np.arctanh(np.corrcoef(x[dialogue != d], y[dialogue != d])[0, 1])
+        for d in sorted(set(dialogue))
+    ])
+    se = np.sqrt(11 / 12 * ((leave - leave.mean()) ** 2).sum())
+    z = np.arctanh(stats.pearsonr(x, y).statistic)
+    half = stats.t.ppf(0.975, 11) * se
+    assert result.ci_low == pytest.approx(np.tanh(z - half))
+    assert result.ci_high == pytest.approx(np.tanh(z + half))
+    assert result.params["clusters"] == 12
 
 
 def test_evaluator_leaderboard_ranks_the_better_aligned_evaluator_first():
@@ -183,14 +209,35 @@ def test_evaluator_leaderboard_ranks_the_better_aligned_evaluator_first():
     rows = rank_evaluators(
         {"noisy": noisy, "good": good, "close": close, "constant": constant},
         human,
-        n_resamples=300,
     )
     names = [row.system for row in rows]
     assert names[:2] in (["good", "close"], ["close", "good"])
     assert rows[0].rank == rows[1].rank == 1
     assert (rows[2].system, rows[2].rank) == ("noisy", 3)
     assert rows[3].system == "constant" and rows[3].estimate.value is None
+    assert rows[3].rank is None and rows[3].estimate.ci_low is None  # undefined: not ranked
     assert rows[0].estimate.ci_low < rows[0].estimate.value < rows[0].estimate.ci_high
+    assert rows[0].estimate.params["correction"] == "holm"
+
+
+def test_evaluator_leaderboard_resamples_dialogues_not_turns():
+    # Two evaluators equally good, each dialogue's three turns share one value: turn-level
+    # leave-outs would see 3x the units. With dialogues as clusters n_clusters is 20.
+    rng = np.random.default_rng(11)
+    human, first, second, clusters = {}, {}, {}, {}
+    for d in range(20):
+        h = float(rng.normal())
+        a, b = h + float(rng.normal()), h + float(rng.normal())
+        for t in range(3):
+            unit = f"d{d}#{t}"
+            human[unit], first[unit], second[unit], clusters[unit] = h, a, b, f"d{d}"
+    rows = rank_evaluators({"a": first, "b": second}, human, clusters=clusters)
+    assert {row.estimate.n["clusters"] for row in rows} == {20}
+    turns = rank_evaluators({"a": first, "b": second}, human)
+    assert {row.estimate.n["clusters"] for row in turns} == {60}
+    width = rows[0].estimate.ci_high - rows[0].estimate.ci_low
+    turn_width = turns[0].estimate.ci_high - turns[0].estimate.ci_low
+    assert width > turn_width  # honest: dependent turns are not extra evidence
 
 
 def test_unit_means_average_annotators_and_skip_units_without_ratings():
@@ -211,3 +258,18 @@ def test_rowwise_correlation_equals_scipy_row_by_row(method):
         assert (expected is None and np.isnan(value)) or value == pytest.approx(expected)
     assert np.isnan(rowwise_correlation(matrix[:, :2], target[:2], method)).all()  # < 3 systems
     assert np.isnan(rowwise_correlation(matrix, np.ones(6), method)).all()
+
+
+def test_mean_over_aspects_is_face_all_column_not_the_pooled_correlation():
+    # Aspect a: metric = human (r = 1); aspect b: metric = −human (r = −1). FACE's "All" is the
+    # mean of the two, 0; the pooled correlation of all six pairs is a different number.
+    human = {"a": {1: 1.0, 2: 2.0, 3: 3.0}, "b": {1: 10.0, 2: 20.0, 3: 40.0}}
+    metric = {"a": {1: 1.0, 2: 2.0, 3: 3.0}, "b": {1: -10.0, 2: -20.0, 3: -40.0}}
+    rows = {row.aspect: row for row in item_level_correlations(metric, human)}
+    mean = rows[ASPECT_MEAN].correlations["pearson"]
+    assert mean.statistic == pytest.approx(0.0) and mean.n == 2 and mean.p_value is None
+    pooled = rows[POOLED].correlations["pearson"]
+    xs = [1, 2, 3, -10, -20, -40]
+    ys = [1, 2, 3, 10, 20, 40]
+    assert pooled.statistic == pytest.approx(stats.pearsonr(xs, ys).statistic)
+    assert pooled.statistic != pytest.approx(mean.statistic)

@@ -1,0 +1,53 @@
+"""bench_calibration: a smoke run through the same code paths the pages use (the documented run,
+1,000 repetitions, is in docs/statistics.md)."""
+
+import json
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from scipy import stats
+
+from leaderboard.lib.calibration import (
+    TRUE_PEARSON,
+    TRUE_SPEARMAN,
+    Check,
+    _correlated_units,
+    report_text,
+    run_checks,
+)
+
+
+def test_smoke_run_prints_every_check_at_every_dialogue_count(capsys):
+    call_command("bench_calibration", "--reps", "20", "--dialogues", "10", "30", "--json")
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["reps"] == 20
+    keys = {check["key"] for check in payload["checks"]}
+    assert {"mean_gaussian", "mean_binary", "diff_gaussian", "fwer_gaussian", "corr_spearman",
+            "metric_board"} <= keys
+    for check in payload["checks"]:
+        assert set(check["values"]) == {"10", "30"}
+        assert all(0.0 <= value <= 1.0 for value in check["values"].values())
+    coverage = [c["values"]["30"] for c in payload["checks"] if c["kind"] == "coverage"]
+    assert min(coverage) >= 0.75  # 20 repetitions: loose, but a broken interval fails it
+
+
+def test_table_marks_figures_outside_the_goal():
+    check = Check("c", "coverage check", "coverage", "somewhere", {10: 0.80, 30: 0.95})
+    text = report_text([check], reps=1000)
+    assert "0.800!" in text and "0.950 " in text
+
+
+def test_population_correlations_of_the_simulation_design():
+    # The metric adds noise of the human's variance: Pearson 1/sqrt(2); Spearman for a bivariate
+    # normal is 6/pi asin(rho/2). Checked on one large simulated study.
+    rng = np.random.default_rng(0)
+    _, human, (metric,), _ = _correlated_units(rng, 20000, [np.sqrt(2.0)])
+    assert stats.pearsonr(human, metric).statistic == pytest.approx(TRUE_PEARSON, abs=0.01)
+    assert stats.spearmanr(human, metric).statistic == pytest.approx(TRUE_SPEARMAN, abs=0.01)
+
+
+def test_checks_are_reproducible():
+    first = run_checks(5, dialogue_counts=(10,))
+    again = run_checks(5, dialogue_counts=(10,))
+    assert [c.values for c in first] == [c.values for c in again]
