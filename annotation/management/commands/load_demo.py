@@ -16,6 +16,7 @@ from annotation.services.demo import demo_study_create
 from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from evaluation.cli import ProgressBars
 from evaluation.models import Benchmark
+from evaluation.services.live import live_baselines_ensure
 from evaluation.services.reference_baselines import baselines_ensure
 
 DEMO_SLUG = "demo-tourism"
@@ -87,6 +88,11 @@ class Command(BaseCommand):
             figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
                                 ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
             self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+        # The same nine baselines as in-process live systems: `simulate` works offline at once.
+        live = live_baselines_ensure()
+        self.stdout.write(f"Live systems for user simulation: {len(live)} in-process baselines "
+                          "(e.g. manage.py simulate --benchmark demo-tourism --system "
+                          "baseline-tfidf --simulator template --users 10 --turns 5)")
 
     def _public_study(self):
         """AB-ReDial's human labels, read from the public data folder beside the clone (never
