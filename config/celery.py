@@ -1,9 +1,13 @@
 """The Celery application: one for the whole project, configured from Django settings."""
 
+import logging
 import os
+import threading
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
+
+logger = logging.getLogger(__name__)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -13,8 +17,38 @@ app.autodiscover_tasks()
 
 
 @worker_ready.connect
-def _fail_jobs_of_dead_workers(**kwargs):
-    """A starting worker fails the jobs whose worker died while nobody was watching."""
-    from evaluation.services.jobs import jobs_fail_stale
+def _sweep_jobs_on_start_and_on_a_timer(**kwargs):
+    """A starting worker fails the jobs whose worker died while nobody was watching and sends
+    the jobs whose task never reached the broker; then it does so again every
+    JOB_SWEEP_SECONDS on its own timer thread (no Celery beat needed). Every worker sweeps:
+    the sweep is two UPDATE-sized statements, and any one live worker is enough."""
+    from django.conf import settings
 
-    jobs_fail_stale()
+    from evaluation.services.jobs import jobs_sweep
+
+    def sweep():
+        from django.db import close_old_connections
+
+        try:
+            close_old_connections()
+            found = jobs_sweep()
+            if any(found.values()):
+                logger.warning("job sweep: %(failed)s failed (dead worker), %(resent)s resent",
+                               found)
+        except Exception:  # noqa: BLE001 - the next tick tries again
+            logger.exception("job sweep failed")
+
+    def loop():
+        while not stop.wait(settings.JOB_SWEEP_SECONDS):
+            sweep()
+
+    sweep()
+    threading.Thread(target=loop, name="concord-job-sweep", daemon=True).start()
+
+
+stop = threading.Event()
+
+
+@worker_shutdown.connect
+def _stop_sweeping(**kwargs):
+    stop.set()

@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "django_htmx",
+    "csp",
     "evaluation",
     "leaderboard",
     "annotation",
@@ -121,7 +122,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.middleware.QueueUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -235,6 +238,41 @@ if PRODUCTION:
     CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): scripts only from this site (no inline script, no
+# eval: htmx needs neither without hx-on), styles from this site plus inline `style`
+# attributes (progress bars and SVG charts set widths and colours that way), no plugins, no
+# framing. An injected <script> or <style> element would not run even if escaping failed.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# --- login throttling (config/throttle.py) --------------------------------------------------
+LOGIN_FAILURE_LIMIT = env_int("CONCORD_LOGIN_FAILURE_LIMIT", 5)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("CONCORD_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
+# The counts must be shared by every web process: Redis in service mode (CONCORD_CACHE_URL, by
+# default the broker's Redis server), process memory when there is one web process (and under
+# pytest, whose tests clear it between them).
+_CACHE_URL = "" if TESTING else env_str("CONCORD_CACHE_URL") or (
+    env_str("CELERY_BROKER_URL") if env_str("CELERY_BROKER_URL").startswith("redis://") else "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": ({"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                  "LOCATION": _CACHE_URL, "KEY_PREFIX": "concord"} if _CACHE_URL else
+                 {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                  "LOCATION": "throttle"}),
+}
 
 # --- Celery ---------------------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"
@@ -266,6 +304,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", TESTING)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# How long an upload or export waits for the broker before answering 503 (nothing stored).
+CELERY_BROKER_CHECK_TIMEOUT = env_int("CONCORD_BROKER_CHECK_TIMEOUT", 3)
+# Dead workers (evaluation.services.jobs): the process running a job beats every
+# JOB_HEARTBEAT_SECONDS; a job silent for JOB_STALE_SECONDS reads as failed; each worker sweeps
+# (fails stale jobs, resends unsent ones) on start and every JOB_SWEEP_SECONDS. Worst case from
+# a worker's death to "failed" on every page: heartbeat + stale = 55 s by default.
+JOB_HEARTBEAT_SECONDS = env_int("CONCORD_JOB_HEARTBEAT_SECONDS", 10)
+JOB_STALE_SECONDS = env_int("CONCORD_JOB_STALE_SECONDS", 45)
+JOB_SWEEP_SECONDS = env_int("CONCORD_JOB_SWEEP_SECONDS", 15)
+if not 0 < JOB_HEARTBEAT_SECONDS < JOB_STALE_SECONDS:
+    raise ImproperlyConfigured("CONCORD_JOB_HEARTBEAT_SECONDS must be positive and below "
+                               "CONCORD_JOB_STALE_SECONDS")
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -72,11 +72,19 @@ def runs_for_user(user) -> QuerySet[Run]:
     return runs.filter(public)
 
 
-def get_run_for_user(user, run_id: int) -> Run:
+def get_run_for_user(user, run_id: int, *, write: bool = False) -> Run:
+    """A run the user may see (404 otherwise); with WRITE (retry), its system's owner or
+    staff (403 for other viewers of a public run)."""
     run = runs_for_user(user).filter(pk=run_id).first()
     if run is None:
         raise Http404("No such run.")
+    if write and not can_write_run(user, run):
+        raise PermissionDenied("Only the system's owner can retry its runs.")
     return run
+
+
+def can_write_run(user, run: Run) -> bool:
+    return user.is_staff or (user.is_authenticated and run.submission.system.owner_id == user.pk)
 
 
 def can_see_hidden_units(user, run: Run) -> bool:

@@ -5,10 +5,13 @@ External identifiers (`external_id`) are the strings of the bundle; they are uni
 benchmark, and every cross-reference is a foreign key checked by the database.
 """
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 # Fields stored as they come in the bundle (formats.md §1); absent optional values are NULL.
 BENCHMARK_FIELDS = ("name", "version", "domain", "description", "license", "citation",
@@ -33,6 +36,10 @@ class Benchmark(models.Model):
         related_name="benchmarks",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Until the owner ends the hidden phase, uploads are scored on the public splits only: a
+    # score over hidden dialogues, even an aggregate, lets a submitter probe their gold by
+    # resubmitting permuted rankings (as on Kaggle, private scores come when the phase ends).
+    hidden_released_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -378,8 +385,10 @@ class Submission(models.Model):
 class Job(models.Model):
     """A long piece of work done by a Celery worker, with progress the browser and CLI show.
 
-    Workers update `done`/`total` and `heartbeat_at` as they go; a job whose heartbeat stops
-    (its worker died) is marked failed by `jobs_fail_stale`, never left running forever.
+    The process running a job beats `heartbeat_at` every few seconds (JOB_HEARTBEAT_SECONDS);
+    a running job whose heartbeat is older than JOB_STALE_SECONDS (its worker died) reads as
+    failed as soon as it is loaded (`from_db`, so every page and API answer says so at once),
+    and the workers' sweep (`jobs_fail_stale`) writes that down. Never left running forever.
     """
 
     class Kind(models.TextChoices):
@@ -410,6 +419,10 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The Celery task that runs the job ("" for jobs run in-process by a command) and when it
+    # reached the broker: a queued job with no `enqueued_at` is sent again by the sweep.
+    task = models.CharField(max_length=200, blank=True, default="")
+    enqueued_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -420,6 +433,36 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.pk} ({self.status})"
+
+    STALE_ERROR = ("The worker stopped reporting progress (it probably died); retry the job "
+                   "or start it again.")
+
+    @staticmethod
+    def heartbeat_interval() -> timedelta:
+        return timedelta(seconds=settings.JOB_HEARTBEAT_SECONDS)
+
+    @staticmethod
+    def stale_after() -> timedelta:
+        return timedelta(seconds=settings.JOB_STALE_SECONDS)
+
+    @classmethod
+    def is_stale_heartbeat(cls, heartbeat_at, now=None) -> bool:
+        """Never beaten (None) is not stale: `job_begin` beats as it claims a job."""
+        return heartbeat_at is not None and \
+            heartbeat_at < (now or timezone.now()) - cls.stale_after()
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        """A running job whose worker stopped beating is shown as failed when read (the stored
+        row is corrected by the sweep, which no GET request runs)."""
+        job = super().from_db(db, field_names, values)
+        fields = job.__dict__
+        if (fields.get("status") == cls.Status.RUNNING and "heartbeat_at" in fields
+                and cls.is_stale_heartbeat(fields["heartbeat_at"])):
+            job.status, job.error = cls.Status.FAILED, cls.STALE_ERROR
+            if "finished_at" in fields:
+                job.finished_at = job.heartbeat_at
+        return job
 
     @property
     def percent(self) -> int:

@@ -1,18 +1,24 @@
 """Benchmark pages: list, overview, dialogue viewer, item page."""
 
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.selectors import benchmarks as selectors
 from evaluation.selectors.simulations import simulation_report
+from evaluation.services import runs as run_services
+from evaluation.services.jobs import job_retry
 
 from .access import (
     benchmarks_for_user,
     can_manage_benchmark,
     can_see_hidden_units,
     can_see_simulation_hidden,
+    can_write_run,
     get_benchmark_for_user,
     get_dialogue_for_user,
     get_item_for_user,
@@ -80,6 +86,21 @@ def benchmark_sample_submission(request, slug):
                       "application/x-ndjson; charset=utf-8")
 
 
+@login_required
+@require_POST
+def benchmark_hidden_release(request, slug):
+    """The owner ends the hidden phase: hidden scores are computed and shown from now on."""
+    benchmark = get_benchmark_for_user(request.user, slug, write=True)
+    try:
+        runs = run_services.benchmark_hidden_release(benchmark=benchmark, user=request.user)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Hidden phase ended: {len(runs)} submission"
+                         f"{'s' if len(runs) != 1 else ''} queued for scoring on the hidden split.")
+    return redirect("benchmark_detail", benchmark.slug)
+
+
 def dialogue_detail(request, slug, dialogue_id):
     benchmark = get_benchmark_for_user(request.user, slug)
     dialogue = get_dialogue_for_user(request.user, benchmark, dialogue_id)
@@ -107,6 +128,7 @@ def run_detail(request, run_id):
     run = get_run_for_user(request.user, run_id)
     results = selectors.run_results(run=run)
     context = {"run": run, "results": results, "job": run.job,
+               "can_retry": run.job.status == "failed" and can_write_run(request.user, run),
                "axes": selectors.metrics_by_axis(results["metrics"]),
                "config_json": selectors.pretty_json(run.config)}
     if run.evaluator in LLM_EVALUATOR_NAMES:
@@ -120,3 +142,17 @@ def run_detail(request, run_id):
             simulation=simulation,
             visible_hidden=can_see_simulation_hidden(request.user, simulation))
     return render(request, "evaluation/run_detail.html", context)
+
+
+@login_required
+@require_POST
+def run_retry(request, run_id):
+    """The owner queues a failed run again: same file, same configuration, no quota."""
+    run = get_run_for_user(request.user, run_id, write=True)
+    try:
+        job_retry(job=run.job)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Run #{run.pk} is queued again.")
+    return redirect("run_detail", run.pk)

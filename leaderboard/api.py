@@ -14,10 +14,18 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, permissions, status
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.roles import RESEARCHER, has_role
+from config.throttle import (
+    login_failed,
+    login_succeeded,
+    login_wait_message,
+    login_wait_seconds,
+)
 from evaluation.access import benchmarks_for_user, get_benchmark_for_user, get_run_for_user
 from evaluation.lib.formats.errors import FormatError
 from evaluation.selectors.benchmarks import (
@@ -284,3 +292,26 @@ def leaderboard_payload(lb) -> dict:
             "columns": [{"key": c.key, "evaluator": c.evaluator, "metric": c.metric,
                          "axis": c.axis, "direction": c.direction} for c in lb.columns],
             "systems": systems}
+
+
+class TokenObtain(ObtainAuthToken):
+    """Exchange a username and password for your API token; throttled like the login form
+    (429 with the wait, after too many failures for one account from one address)."""
+
+    @extend_schema(responses={200: OpenApiResponse(description="`{\"token\": \"…\"}`"),
+                              400: OpenApiResponse(description="wrong username or password"),
+                              429: OpenApiResponse(description="too many failed logins; wait")})
+    def post(self, request, *args, **kwargs):
+        username = str(request.data.get("username") or "")
+        wait = login_wait_seconds(username, request)
+        if wait:
+            return Response({"detail": login_wait_message(wait)},
+                            status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": str(wait)})
+        try:
+            response = super().post(request, *args, **kwargs)
+        except ValidationError:
+            login_failed(username, request)
+            raise
+        login_succeeded(username, request)
+        return response

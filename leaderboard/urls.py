@@ -1,6 +1,5 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
 
 from . import api, views
 
@@ -45,7 +44,7 @@ urlpatterns = [
     path("api/runs/<int:run_id>/", api.RunDetail.as_view(), name="api_run"),
     path("api/leaderboards/<slug:benchmark>/", api.LeaderboardDetail.as_view(),
          name="api_leaderboard"),
-    path("api/token/", obtain_auth_token, name="api_token_obtain"),
+    path("api/token/", api.TokenObtain.as_view(), name="api_token_obtain"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),
 ]

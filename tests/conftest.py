@@ -56,9 +56,25 @@ def tiny_bundle_dir(tmp_path):
 
 @pytest.fixture
 def tiny_benchmark(db, tiny_bundle_dir):
+    """The tiny benchmark with its hidden phase over, so runs score d3 too (the worked values
+    of tests/support/submissions.py); tests of the hidden phase import their own."""
+    from django.utils import timezone
+
     from evaluation.services.benchmarks import benchmark_import
 
-    return benchmark_import(path=tiny_bundle_dir)
+    benchmark = benchmark_import(path=tiny_bundle_dir)
+    benchmark.hidden_released_at = timezone.now()
+    benchmark.save(update_fields=["hidden_released_at"])
+    return benchmark
+
+
+@pytest.fixture(autouse=True)
+def _fresh_login_throttle():
+    """Failed-login counts (config/throttle.py) are per test."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()
+    yield
 
 
 @pytest.fixture(autouse=True)

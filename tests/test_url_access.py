@@ -27,6 +27,10 @@ ACCESS = {
     "benchmark_sample_submission": [({"slug": "tiny"}, "get", ALL_200),
                                     ({"slug": "nope"}, "get", dict.fromkeys(PERSONAS, 404))],
     "run_detail": [({"run_id": 999999}, "get", dict.fromkeys(PERSONAS, 404))],
+    "run_retry": [({"run_id": 999999}, "post", {**dict.fromkeys(PERSONAS, 404),
+                                                "anonymous": 302})],
+    "benchmark_hidden_release": [({"slug": "tiny"}, "post", {
+        **dict.fromkeys(PERSONAS, 403), "anonymous": 302, "staff": 302})],
     "job_detail": [({"job_id": 999999}, "get", dict.fromkeys(PERSONAS, 404))],
     "login": [({}, "get", ALL_200)],
     "logout": [({}, "get", dict.fromkeys(PERSONAS, 405))],

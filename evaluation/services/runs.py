@@ -6,6 +6,7 @@ import logging
 from collections import defaultdict
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,7 +28,7 @@ from evaluation.lib.metrics.suite import (
 from evaluation.lib.metrics.types import Unavailable
 from evaluation.lib.progress import Progress
 from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
-from evaluation.models import Job, Run, RunChunk
+from evaluation.models import Benchmark, Job, Run, RunChunk, Split, Submission
 from evaluation.selectors.benchmarks import submission_splits
 from evaluation.selectors.run_chunks import (
     dialogue_records,
@@ -41,6 +42,7 @@ from evaluation.services.jobs import (
     job_begin,
     job_create,
     job_finish,
+    job_heartbeat,
     job_progress,
     task_enqueue,
 )
@@ -66,7 +68,7 @@ def run_create(*, submission, user=None, suite_options: dict | None = None,
     if submission.protocol != "turn":
         raise ValueError("the Trace suite evaluates protocol `turn` submissions only")
     suite_options = dict(suite_options or {})
-    splits = sorted(splits) if splits else submission_splits(submission=submission)
+    splits = sorted(splits) if splits else scored_splits(submission=submission)
     config = run_config(suite_options=suite_options, splits=splits, nli_enabled=use_nli,
                         nli_model_path=settings.NLI_MODEL_PATH)
     with transaction.atomic():
@@ -77,6 +79,48 @@ def run_create(*, submission, user=None, suite_options: dict | None = None,
                                  evaluator_version=SUITE_VERSION, config=config,
                                  config_hash=config_hash(config), job=job)
     return run
+
+
+def scored_splits(*, submission) -> list[str]:
+    """The splits a submitter's run is scored on: those the file answers, without `hidden`
+    until the benchmark's owner releases the hidden scores (`benchmark_hidden_release`).
+
+    Any score over hidden dialogues shown before then, even one aggregate, answers questions
+    about their gold: resubmitting one turn's ranking permuted and reading the change in MRR
+    recovers its gold item (issue 18). As on Kaggle's private leaderboard, hidden scores come
+    when the phase ends, all at once.
+    """
+    splits = submission_splits(submission=submission)
+    if submission.benchmark.hidden_released_at is None:
+        splits = [split for split in splits if split != Split.HIDDEN]
+    return splits
+
+
+def benchmark_hidden_release(*, benchmark: Benchmark, user) -> list[Run]:
+    """End the hidden phase: from now on runs include the hidden split, and every `turn`
+    submission that answered it gets a queued run over all the splits it answers (the newest
+    run is what its pages and the leaderboards show). Costs no one quota. Owner or staff."""
+    if not (user.is_staff or benchmark.owner_id == user.pk):
+        raise PermissionDenied("Only the benchmark's owner can release its hidden scores.")
+    with transaction.atomic():
+        locked = Benchmark.objects.select_for_update().get(pk=benchmark.pk)
+        if locked.hidden_released_at is not None:
+            raise ValueError(f"The hidden scores of {benchmark.slug} were released on "
+                             f"{locked.hidden_released_at:%Y-%m-%d %H:%M} UTC.")
+        locked.hidden_released_at = benchmark.hidden_released_at = timezone.now()
+        locked.save(update_fields=["hidden_released_at"])
+        runs = []
+        submissions = (Submission.objects.filter(benchmark=benchmark, protocol="turn")
+                       .select_related("benchmark").order_by("pk"))
+        for submission in submissions:
+            submission.benchmark = locked
+            covered = Run.objects.filter(submission=submission, evaluator=SUITE_NAME)
+            if any(Split.HIDDEN in run.config.get("splits", ()) for run in covered):
+                continue  # a reference baseline, already scored on hidden by the server
+            splits = submission_splits(submission=submission)
+            if Split.HIDDEN in splits:
+                runs.append(run_create(submission=submission, user=user, splits=splits))
+    return runs
 
 
 def run_process(*, job_id: int, progress: Progress | None = None,
@@ -227,7 +271,8 @@ def run_chunk_process(*, run_id: int, index: int, progress: Progress | None = No
         return  # failed meanwhile (another chunk's error, the stale sweep): nothing to add
     if chunk.finished_at is None:
         try:
-            result = _score_chunk(run, chunk)
+            with job_heartbeat(run.job_id):  # the run's job is alive while a chunk scores
+                result = _score_chunk(run, chunk)
         except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up
             _run_failed(run, exc)
             return
@@ -291,26 +336,27 @@ def run_finalize(*, run_id: int, progress: Progress | None = None) -> None:
         if progress is not None:
             progress(stage, done, total)
 
-    try:
-        with transaction.atomic():
-            job = Job.objects.select_for_update().get(pk=run.job_id)
-            chunks = list(run.chunks.all())
-            if job.is_finished or any(chunk.finished_at is None for chunk in chunks):
-                return
-            unavailable: dict[str, str] = {}
-            for chunk in sorted(chunks, key=lambda c: c.index):
-                unavailable.update(chunk.unavailable)
-            specs = metric_specs(suite_config_from_options(run.config.get("suite", {})))
-            summaries_upsert_from_sums(run, specs, run_cluster_sums(run=run), unavailable,
-                                       report)
-            Run.objects.filter(pk=run.pk).update(unavailable=unavailable)
-            result = {"dialogues": sum(len(c.dialogue_ids) for c in chunks),
-                      "values": sum(c.values for c in chunks), "metrics": len(specs),
-                      "missing_turns": sum(c.missing_turns for c in chunks),
-                      "chunks": len(chunks), "unavailable": sorted(unavailable)}
-            _run_succeeded(run, result)
-    except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up
-        _run_failed(run, exc)
+    with job_heartbeat(run.job_id):
+        try:
+            with transaction.atomic():
+                job = Job.objects.select_for_update().get(pk=run.job_id)
+                chunks = list(run.chunks.all())
+                if job.is_finished or any(chunk.finished_at is None for chunk in chunks):
+                    return
+                unavailable: dict[str, str] = {}
+                for chunk in sorted(chunks, key=lambda c: c.index):
+                    unavailable.update(chunk.unavailable)
+                specs = metric_specs(suite_config_from_options(run.config.get("suite", {})))
+                summaries_upsert_from_sums(run, specs, run_cluster_sums(run=run), unavailable,
+                                           report)
+                Run.objects.filter(pk=run.pk).update(unavailable=unavailable)
+                result = {"dialogues": sum(len(c.dialogue_ids) for c in chunks),
+                          "values": sum(c.values for c in chunks), "metrics": len(specs),
+                          "missing_turns": sum(c.missing_turns for c in chunks),
+                          "chunks": len(chunks), "unavailable": sorted(unavailable)}
+                _run_succeeded(run, result)
+        except Exception as exc:  # noqa: BLE001 - recorded on the job, the worker stays up
+            _run_failed(run, exc)
 
 
 def _nli_scorer(nli: dict):

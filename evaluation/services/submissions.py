@@ -2,43 +2,49 @@
 
 `submission_create` validates the whole file first (line-numbered FormatError, nothing stored)
 and only then stores the file under MEDIA_ROOT and its row. `submission_submit` is what the
-browser and the API call: the same, under the system's daily quota, plus a queued evaluation run.
+browser and the API call: the same, under the account's daily quota, plus a queued evaluation run.
 
-The quota is enforced with a row lock: the system's row is locked (`SELECT … FOR UPDATE`) for
-the rest of the transaction that counts today's submissions and inserts the new one, so
-concurrent uploads for one system queue on that lock and exactly `quota` of them get in. On
+The quota is enforced with a row lock: the owner's user row is locked (`SELECT … FOR UPDATE`)
+for the rest of the transaction that counts today's submissions and inserts the new one, so
+concurrent uploads of one account queue on that lock and exactly `quota` of them get in. On
 SQLite the lock is a no-op, but its write transactions are serialised (IMMEDIATE mode) anyway.
 """
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from uuid import uuid4
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from evaluation.lib.formats.errors import FormatError, FormatIssue
 from evaluation.lib.formats.submission import TURN, open_source, validate_submission
 from evaluation.lib.metrics.suite import CLOSED
 from evaluation.models import Benchmark, Job, Run, Submission, System
 from evaluation.selectors.benchmarks import benchmark_submission_reference
-from evaluation.services.runs import run_create
+from evaluation.services.runs import run_create, scored_splits
 from evaluation.signals import results_changed_notify
 
 SYSTEM_FIELDS = ("name", "description", "paper_url", "code_url", "team", "family")
 
 
 class QuotaExceeded(Exception):
-    """The system already has its quota of submissions today (UTC)."""
+    """The account (or the system) already has its quota of submissions today (UTC)."""
 
-    def __init__(self, *, quota: int, resets_at: datetime):
+    def __init__(self, *, quota: int, resets_at: datetime, account: bool = False):
         self.quota, self.resets_at = quota, resets_at
+        who = "Your account" if account else "This system"
+        scope = ", and every system of the account counts" if account else ""
         super().__init__(
-            f"This system has used its {quota} submission{'s' if quota != 1 else ''} for today "
-            f"(failed runs count too). The quota resets at {resets_at:%Y-%m-%d %H:%M} UTC.")
+            f"{who} has used its {quota} submission{'s' if quota != 1 else ''} for today "
+            f"(failed runs count too{scope}). The quota resets at "
+            f"{resets_at:%Y-%m-%d %H:%M} UTC.")
 
 
 # --- systems ----------------------------------------------------------------------
@@ -87,11 +93,36 @@ def system_get_or_create_baseline(*, key: str, name: str, family: str,
 
 
 # --- quota ----------------------------------------------------------------------------------
+#
+# The quota belongs to the researcher's account and counts the submissions of every system it
+# owns: a per-system quota let one researcher multiply it by creating systems (issue 18). A
+# system's own `daily_quota` (set by staff) may lower it further for that system.
 
 
 def system_daily_quota(system: System) -> int:
-    return system.daily_quota if system.daily_quota is not None else (
-        settings.DAILY_SUBMISSION_QUOTA)
+    """The binding daily quota for SYSTEM's next upload (see `submission_allowance`)."""
+    return submission_allowance(system)[0]
+
+
+def submissions_today(system: System) -> int:
+    """Today's submissions counted against that quota."""
+    return submission_allowance(system)[1]
+
+
+def submission_allowance(system: System) -> tuple[int, int, bool]:
+    """(quota, used today, whether it is the account's) for SYSTEM's next upload: of the
+    account's and the system's own quota, the one with the fewest uploads left."""
+    start, _ = _today_bounds()
+    today = Submission.objects.filter(created_at__gte=start)
+    options = []
+    if system.owner_id is not None:
+        options.append((settings.DAILY_SUBMISSION_QUOTA,
+                        today.filter(system__owner_id=system.owner_id).count(), True))
+    if system.daily_quota is not None or system.owner_id is None:
+        quota = system.daily_quota if system.daily_quota is not None else (
+            settings.DAILY_SUBMISSION_QUOTA)
+        options.append((quota, today.filter(system=system).count(), False))
+    return min(options, key=lambda option: option[0] - option[1])
 
 
 def _today_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
@@ -100,17 +131,22 @@ def _today_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def submissions_today(system: System) -> int:
-    start, _ = _today_bounds()
-    return Submission.objects.filter(system=system, created_at__gte=start).count()
+def _quota_check(system: System) -> None:
+    quota, used, account = submission_allowance(system)
+    if used >= quota:
+        raise QuotaExceeded(quota=quota, resets_at=_today_bounds()[1], account=account)
 
 
-def _quota_reserve(system: System, quota: int) -> None:
-    """Lock the system's row for this transaction, then check today's count (never the other
-    way round: a count taken before the lock could be stale by the time we insert)."""
-    System.objects.select_for_update().filter(pk=system.pk).values_list("pk").get()
-    if submissions_today(system) >= quota:
-        raise QuotaExceeded(quota=quota, resets_at=_today_bounds()[1])
+def _quota_reserve(system: System) -> None:
+    """Lock the owner's row (the system's for an ownerless one) for this transaction, then
+    check today's count (never the other way round: a count taken before the lock could be
+    stale by the time we insert). Uploads of one account, to any of its systems, queue here."""
+    if system.owner_id is not None:
+        get_user_model().objects.select_for_update().filter(pk=system.owner_id) \
+            .values_list("pk").get()
+    else:
+        System.objects.select_for_update().filter(pk=system.pk).values_list("pk").get()
+    _quota_check(system)
 
 
 # --- submissions ----------------------------------------------------------------------------
@@ -119,21 +155,22 @@ def _quota_reserve(system: System, quota: int) -> None:
 def submission_create(*, system: System, benchmark: Benchmark, path_or_file, user,
                       protocol: str = TURN, splits: Sequence[str] | None = None,
                       pool_mode: str = CLOSED, note: str = "",
-                      daily_quota: int | None = None) -> Submission:
+                      check_quota: bool = False) -> Submission:
     """Validate a submission file against the benchmark, then store the file and its row.
 
     `path_or_file` is a path or an open binary file (an upload). Raises FormatError listing
     every problem when the file is invalid; then nothing is stored. For protocol `turn`, every
     answered turn of `splits` (default: the splits the file answers) must be present. With
-    `daily_quota`, raises QuotaExceeded (nothing stored) when the system has used it today.
+    `check_quota`, raises QuotaExceeded (nothing stored) when the account or system has used
+    its quota today.
     Submissions of reference baselines are public from the start; all others are private
     until their owner publishes them.
     """
     reference = benchmark_submission_reference(benchmark=benchmark, pool_mode=pool_mode)
     summary = validate_submission(path_or_file, protocol=protocol, reference=reference,
                                   splits=splits, max_bytes=settings.MAX_UPLOAD_BYTES)
-    if daily_quota is not None and submissions_today(system) >= daily_quota:
-        raise QuotaExceeded(quota=daily_quota, resets_at=_today_bounds()[1])  # fail fast
+    if check_quota:
+        _quota_check(system)  # fail fast, before the file is copied
     submission = Submission(uuid=uuid4(), system=system, benchmark=benchmark, protocol=protocol,
                             line_count=summary.line_count, note=note, created_by=user,
                             is_public=system.is_baseline)
@@ -143,8 +180,8 @@ def submission_create(*, system: System, benchmark: Benchmark, path_or_file, use
         submission.file.save("submission.jsonl", File(stream), save=False)
     try:
         with transaction.atomic():
-            if daily_quota is not None:
-                _quota_reserve(system, daily_quota)
+            if check_quota:
+                _quota_reserve(system)
             submission.save()
     except BaseException:
         submission.file.delete(save=False)
@@ -161,9 +198,13 @@ def submission_submit(*, system: System, benchmark: Benchmark, file, user,
         raise PermissionDenied("Only the system's owner can submit for it.")
     with transaction.atomic():
         submission = submission_create(system=system, benchmark=benchmark, path_or_file=file,
-                                       user=user, note=note,
-                                       daily_quota=system_daily_quota(system))
+                                       user=user, note=note, check_quota=True)
         try:
+            if not scored_splits(submission=submission):
+                raise FormatError([FormatIssue(
+                    Path(str(getattr(file, "name", "") or "submission.jsonl")).name, None, "$",
+                    "the file answers only hidden dialogues, which are scored when the "
+                    "benchmark's owner releases the hidden scores; answer a public split too")])
             run = run_create(submission=submission, user=user)
         except BaseException:
             submission.file.delete(save=False)  # the row itself is rolled back

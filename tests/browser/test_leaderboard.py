@@ -58,12 +58,12 @@ def test_upload_progress_publish_then_the_row_is_on_the_leaderboard(page, media,
     from evaluation.services import jobs
     from evaluation.services import runs as evaluation_services
 
-    def slow_worker(task, job_id):  # a worker that picks the run up a moment later
+    def slow_worker(task, pk, **_kwargs):  # a worker that picks the run up a moment later
         def work():
             from django.db import connection
 
             time.sleep(1.5)
-            evaluation_services.run_process(job_id=job_id)
+            evaluation_services.run_process(job_id=pk)
             connection.close()
 
         transaction.on_commit(threading.Thread(target=work).start)

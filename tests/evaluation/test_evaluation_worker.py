@@ -25,7 +25,7 @@ def worker(transactional_db, tmp_path, settings, monkeypatch):
 def enqueue_on(broker):
     """`task_enqueue` sending to this test's broker, not the settings' one."""
 
-    def enqueue(task, *args):
+    def enqueue(task, *args, job_id=None):
         transaction.on_commit(lambda: app.tasks[task].apply_async(args, connection=broker))
 
     return enqueue

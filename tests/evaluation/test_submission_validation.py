@@ -148,8 +148,44 @@ def test_schema_errors_name_the_field(reference, tmp_path):
 
 def test_empty_file_is_rejected(reference, tmp_path):
     path = tmp_path / "empty.jsonl"
-    path.write_text("\n\n")
+    path.write_text("")
     assert errors(reference, path) == ["empty.jsonl: $: the file has no submission lines"]
+
+
+def test_blank_lines_and_null_lines_are_refused_with_their_line(reference, tmp_path):
+    path = tmp_path / "blank.jsonl"
+    path.write_text("\n \t\nnull\n")
+    assert errors(reference, path) == ["blank.jsonl:1: $: blank line",
+                                       "blank.jsonl:2: $: blank line",
+                                       "blank.jsonl:3: $: expected an object, got null"]
+
+
+def test_a_file_of_blank_lines_is_refused_after_a_few_lines_not_read_whole(reference, tmp_path):
+    """Issue 18: 100 MB of newlines held a web worker ~47 s; reading now stops at the cap."""
+    import time
+
+    path = tmp_path / "junk.jsonl"
+    path.write_bytes(b"\n" * (100 * 1024 * 1024))
+    started = time.monotonic()
+    found = errors(reference, path)
+    assert time.monotonic() - started < 2
+    assert found[0] == "junk.jsonl:1: $: blank line"
+    assert found[-1] == "junk.jsonl: $: reading stopped at line 49 after 49 problems"
+
+
+def test_nul_and_lone_surrogates_are_refused_with_line_and_path(reference, tmp_path):
+    """Issue 18: PostgreSQL stores neither in text; they broke study creation with a 500."""
+    lines = tiny_lines()
+    lines[0]["response"] = "nul \u0000 here"
+    lines[2]["citations"] = [{"label": "R1", "review_id": "v4", "quote": "\ud800"}]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    found = errors(reference, path)
+    assert ("bad.jsonl:1: $.response: contains a NUL character at position 5, which cannot be "
+            "stored as text") in found
+    assert ("bad.jsonl:3: $.citations[0].quote: contains a lone surrogate (U+D800) at position "
+            "1, which cannot be stored as text") in found
 
 
 def test_crlf_line_ends_and_a_byte_order_mark_are_accepted(reference, tmp_path):

@@ -29,7 +29,11 @@ def secret_benchmark(tmp_path):
     d3 = next(d for d in data["dialogues"] if d["id"] == "d3")
     d3["candidate_item_ids"].append(SECRET_ID)
     d3["turns"][1]["gold_item_ids"] = [SECRET_ID]
-    return benchmark_import(path=write_tiny(tmp_path / "secret", data))
+    benchmark = benchmark_import(path=write_tiny(tmp_path / "secret", data))
+    # the hidden phase is over: runs score d3, and its values may appear, in aggregates only
+    benchmark.hidden_released_at = benchmark.created_at
+    benchmark.save(update_fields=["hidden_released_at"])
+    return benchmark
 
 
 def test_hidden_gold_is_in_no_response(secret_benchmark, researcher, staff, outsider,
@@ -83,7 +87,7 @@ def test_hidden_gold_is_in_no_response(secret_benchmark, researcher, staff, outs
     file = SimpleUploadedFile("s.jsonl", "".join(json.dumps(x) + "\n" for x in lines).encode())
     response = client.post(reverse("leaderboard:submission_create", args=["echo"]),
                            {"benchmark": "secret", "file": file}, HTTP_HX_REQUEST="true")
-    assert "not in the dialogue&#x27;s candidate pool" in response.content.decode()
+    assert "not in the hidden dialogue&#x27;s candidate pool" in response.content.decode()
     bodies.append(("upload", response.status_code, response.content))
     for url, _status, body in bodies:
         text = body.decode()

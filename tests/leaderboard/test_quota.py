@@ -1,5 +1,6 @@
-"""The daily submission quota: per system and UTC day, failed runs count, enforced atomically
-(20 concurrent uploads with quota 5 accept exactly 5)."""
+"""The daily submission quota: per researcher account (every system it owns counts) and UTC
+day, failed runs count, enforced atomically (20 concurrent uploads with quota 5 accept exactly
+5, also when spread over several systems of one account)."""
 
 import threading
 from datetime import timedelta
@@ -46,10 +47,28 @@ def test_a_system_may_have_its_own_quota_and_yesterday_does_not_count(
     old, _ = submit(system, tiny_benchmark, researcher, content)
     Submission.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=1))
     submit(system, tiny_benchmark, researcher, content)
-    with pytest.raises(QuotaExceeded):
+    with pytest.raises(QuotaExceeded, match="This system has used its 1 submission"):
         submit(system, tiny_benchmark, researcher, content)
-    other = system_create(name="Other", owner=researcher)  # quotas are per system
+    other = system_create(name="Other", owner=researcher)  # the system's own quota is its own
     submit(other, tiny_benchmark, researcher, content)
+
+
+@pytest.mark.django_db
+def test_the_quota_is_per_account_not_per_system(settings, tiny_benchmark, researcher,
+                                                 outsider, content):
+    """A second system does not buy a second quota (issue 18: a researcher may create any
+    number of systems); another researcher's uploads do not count."""
+    settings.DAILY_SUBMISSION_QUOTA = 2
+    first = system_create(name="First", owner=researcher)
+    second = system_create(name="Second", owner=researcher)
+    submit(first, tiny_benchmark, researcher, content)
+    submit(second, tiny_benchmark, researcher, content)
+    with pytest.raises(QuotaExceeded, match="Your account has used its 2 submissions .* every "
+                                            "system of the account counts"):
+        submit(system_create(name="Third", owner=researcher), tiny_benchmark, researcher,
+               content)
+    submit(system_create(name="Theirs", owner=outsider), tiny_benchmark, outsider, content)
+    assert Submission.objects.filter(system__owner=researcher).count() == 2
 
 
 @pytest.mark.django_db
@@ -69,11 +88,11 @@ def test_twenty_concurrent_uploads_with_quota_five_accept_exactly_five(
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: SQLite serialises writers, so there is no race to test")
     settings.DAILY_SUBMISSION_QUOTA = 5
-    system = system_create(name="Race", owner=researcher)
+    systems = [system_create(name=f"Race {n}", owner=researcher) for n in range(4)]
     start = threading.Barrier(20)
     outcomes, lock = [], threading.Lock()
 
-    def upload():
+    def upload(system):
         try:
             start.wait()
             submit(system, tiny_benchmark, researcher, content)
@@ -87,11 +106,11 @@ def test_twenty_concurrent_uploads_with_quota_five_accept_exactly_five(
         with lock:
             outcomes.append(outcome)
 
-    threads = [threading.Thread(target=upload) for _ in range(20)]
+    threads = [threading.Thread(target=upload, args=(systems[n % 4],)) for n in range(20)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
     assert sorted(outcomes) == ["accepted"] * 5 + ["refused"] * 15
-    assert Submission.objects.filter(system=system).count() == 5
+    assert Submission.objects.filter(system__owner=researcher).count() == 5
     assert len(list(media_root.rglob("*.jsonl"))) == 5

@@ -1,6 +1,8 @@
 """JSON / JSON Lines parsing with JSON Schema validation and line-numbered issues."""
 
 import json
+import math
+import re
 from functools import cache
 from pathlib import Path
 
@@ -53,7 +55,47 @@ def _describe(error) -> tuple[str, str]:
     return json_path(path), f"{message}, got {got}"
 
 
+# NUL and lone surrogates are valid JSON escapes (\\u0000, \\ud800) but PostgreSQL cannot store
+# them in text (DataError, UnicodeEncodeError): they are refused where the text comes in.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(value) -> tuple[str, str] | None:
+    """(json path, what is wrong) for the first string PostgreSQL cannot store (NUL, a lone
+    surrogate) or number it cannot (NaN, ±Infinity) in VALUE, else None. Iterative, so a
+    deeply nested record cannot exhaust the stack."""
+    stack = [((), value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            found = _UNSTORABLE.search(node)
+            if found:
+                char = found.group()
+                what = "a NUL character" if char == "\x00" else \
+                    f"a lone surrogate (U+{ord(char):04X})"
+                return json_path(path), f"contains {what} at position {found.start() + 1}, " \
+                    "which cannot be stored as text"
+        elif isinstance(node, float) and not math.isfinite(node):
+            return json_path(path), f"expected a finite number, got {node}"
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if _UNSTORABLE.search(key):
+                    return json_path(path), f"field name {key.encode('unicode_escape')!r} " \
+                        "contains a character that cannot be stored as text"
+                stack.append(((*path, key), child))
+        elif isinstance(node, list):
+            stack.extend(((*path, i), child) for i, child in enumerate(node))
+    return None
+
+
 def validate_record(record, schema_name: str, file: str, line: int | None, issues) -> bool:
+    bad = unstorable(record)
+    if bad is not None:
+        issues.add(file, line, *bad)
+        return False
+    if record is None:
+        issues.add(file, line, "$", "expected an object, got null")
+        return False
     errors = sorted(validator(schema_name).iter_errors(record), key=lambda e: list(e.path))
     for error in errors:
         path, message = _describe(error)
@@ -79,6 +121,9 @@ def parse_json(raw: bytes, file: str, schema_name: str, issues: IssueCollector):
     except json.JSONDecodeError as exc:
         issues.add(file, exc.lineno, "$", f"malformed JSON: {exc.msg} (column {exc.colno})")
         return None
+    except RecursionError:
+        issues.add(file, 1, "$", "malformed JSON: nested too deeply")
+        return None
     return record if validate_record(record, schema_name, file, None, issues) else None
 
 
@@ -94,6 +139,9 @@ def parse_jsonl(raw: bytes, file: str, schema_name: str, issues: IssueCollector)
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             issues.add(file, number, "$", f"malformed JSON: {exc.msg} (column {exc.colno})")
+            continue
+        except RecursionError:
+            issues.add(file, number, "$", "malformed JSON: nested too deeply")
             continue
         if validate_record(record, schema_name, file, number, issues):
             yield number, record

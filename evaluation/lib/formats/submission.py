@@ -51,6 +51,9 @@ DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
+HIDDEN = "hidden"
+HIDDEN_WHOLE = ("the hidden split is scored only as a whole: answer every answered turn of every "
+                "hidden dialogue, or leave all hidden dialogues out")
 TURN_KEYS = ("dialogue_id", "turn_index", "response", "ranked_item_ids", "citations", "metadata")
 
 
@@ -212,8 +215,13 @@ def _check_size(size: int, name: str, max_bytes: int) -> None:
 
 
 def _json_lines(stream: IO[bytes], name: str, schema: str, issues: IssueCollector, *,
-                max_bytes: int, max_line_bytes: int) -> Iterator[tuple[int, dict]]:
-    """Yield (line number, record) for each schema-valid line; record issues for the rest."""
+                max_bytes: int, max_line_bytes: int,
+                refuse_blank: bool = False) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, record) for each schema-valid line; record issues for the rest.
+
+    With `refuse_blank` (validating an upload), blank lines are problems too; files stored
+    before that rule are still read.
+    """
     try:
         for number, raw, length in bounded_lines(stream, max_line_bytes=max_line_bytes,
                                                  max_bytes=max_bytes):
@@ -221,31 +229,44 @@ def _json_lines(stream: IO[bytes], name: str, schema: str, issues: IssueCollecto
                 issues.add(name, number, "$", f"line is {human_size(length)}, over the "
                            f"{human_size(max_line_bytes)} line limit")
                 continue
-            record = _parse_line(raw.removeprefix(_BOM) if number == 1 else raw, name, number,
-                                 issues)
-            if record is not None and validate_record(record, schema, name, number, issues):
-                yield number, record
+            if not raw.strip():
+                if not refuse_blank:
+                    continue
+                # Refused, not skipped: a file of blank lines is junk, and a junk file must
+                # cost a few lines' reading, not a web worker for a minute.
+                issues.add(name, number, "$", "blank line")
+            else:
+                record = _parse_line(raw.removeprefix(_BOM) if number == 1 else raw, name,
+                                     number, issues)
+                if record is not _INVALID and validate_record(record, schema, name, number,
+                                                              issues):
+                    yield number, record
+            if issues.total >= issues.cap - 1:
+                issues.add(name, None, "$", f"reading stopped at line {number} after "
+                           f"{issues.total} problems")
+                return
     except FileTooLarge:
         issues.add(name, None, "$", f"file is over the {human_size(max_bytes)} limit "
                                     "(reading stopped there)")
 
 
+_INVALID = object()  # a line that is not JSON (a JSON `null` parses to None, and is refused)
+
+
 def _parse_line(raw: bytes, name: str, number: int, issues: IssueCollector):
-    if not raw.strip():
-        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         issues.add(name, number, "$", f"not UTF-8 text (byte {raw[exc.start]:#04x} at column "
                                       f"{exc.start + 1})")
-        return None
+        return _INVALID
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         issues.add(name, number, "$", f"malformed JSON: {exc.msg} (column {exc.colno})")
     except RecursionError:
         issues.add(name, number, "$", "malformed JSON: nested too deeply")
-    return None
+    return _INVALID
 
 
 # --- protocol `turn` ------------------------------------------------------------------------
@@ -266,7 +287,8 @@ def validate_turn_submission(source, *, reference: SubmissionReference,
     lines = 0
     with open_source(source, name=DEFAULT_NAME[TURN], max_bytes=max_bytes) as (stream, name):
         for number, record in _json_lines(stream, name, SCHEMAS[TURN], issues,
-                                          max_bytes=max_bytes, max_line_bytes=max_line_bytes):
+                                          max_bytes=max_bytes, max_line_bytes=max_line_bytes,
+                                          refuse_blank=True):
             lines += 1
             _check_turn_line(record, name, number, reference, seen, issues)
     if not lines and not issues:
@@ -291,7 +313,13 @@ def _check_turn_line(record: dict, name: str, number: int, reference: Submission
     if dialogue is None:
         add("$.dialogue_id", f"unknown dialogue id {dialogue_id!r}")
         return
-    if index not in dialogue.turns:
+    hidden = dialogue.split == HIDDEN
+    if hidden and index not in dialogue.answered:
+        # Never the turn's role or action, nor the list of answered turns: errors about hidden
+        # dialogues tell no more than the public download does.
+        add("$.turn_index", f"turn {index} of hidden dialogue {dialogue_id!r} is not a turn "
+            "systems answer")
+    elif index not in dialogue.turns:
         add("$.turn_index", f"dialogue {dialogue_id!r} has no turn {index}")
     elif index not in dialogue.answered:
         role, action = dialogue.turns[index]
@@ -311,7 +339,8 @@ def _check_turn_line(record: dict, name: str, number: int, reference: Submission
             add(f"$.ranked_item_ids[{position}]", f"unknown item id {item_id!r}")
         elif item_id not in dialogue.pool:
             add(f"$.ranked_item_ids[{position}]",
-                f"item {item_id!r} is not in the dialogue's {pool_name}")
+                f"item {item_id!r} is not in the {'hidden ' if hidden else ''}dialogue's "
+                f"{pool_name}")
     _check_citations(record, add, reference)
 
 
@@ -329,15 +358,19 @@ def _check_citations(record: dict, add, reference: SubmissionReference) -> None:
 
 def _check_complete(reference: SubmissionReference, splits: Sequence[str], seen: dict,
                     name: str, issues: IssueCollector) -> int:
-    count = 0
+    count, hidden_incomplete = 0, False
     for dialogue_id, dialogue in reference.dialogues.items():
         if dialogue.split not in splits:
             continue
         count += 1
         missing = [i for i in dialogue.answered if (dialogue_id, i) not in seen]
-        if missing:
+        if missing and dialogue.split == HIDDEN:
+            hidden_incomplete = True  # one message for the split, not a list of its turns
+        elif missing:
             issues.add(name, None, "$", f"dialogue {dialogue_id!r} ({dialogue.split}): no answer "
                        f"for turn{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}")
+    if hidden_incomplete:
+        issues.add(name, None, "$", HIDDEN_WHOLE)
     return count
 
 
@@ -398,7 +431,8 @@ def validate_log_submission(source, *, reference: SubmissionReference,
     lines = 0
     with open_source(source, name=DEFAULT_NAME[LOG], max_bytes=max_bytes) as (stream, name):
         for number, record in _json_lines(stream, name, SCHEMAS[LOG], issues,
-                                          max_bytes=max_bytes, max_line_bytes=max_line_bytes):
+                                          max_bytes=max_bytes, max_line_bytes=max_line_bytes,
+                                          refuse_blank=True):
             lines += 1
             _check_log_line(record, name, number, reference, first_line, issues)
     if not lines and not issues:
