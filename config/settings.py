@@ -219,6 +219,9 @@ MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "uploads")))
 # A Trace run is scored in chunks of about this many answered turns, one Celery task each.
 RUN_CHUNK_TURNS = env_int("CONCORD_RUN_CHUNK_TURNS", 1000)
 MAX_UPLOAD_BYTES = env_int("CONCORD_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+# A benchmark bundle's files together, uncompressed (checked against an archive's declared
+# sizes before anything is decompressed): parsing holds about four times this in memory.
+MAX_BUNDLE_BYTES = env_int("CONCORD_MAX_BUNDLE_BYTES", 64 * 1024 * 1024)
 # Accepted uploads per system and UTC day, counting runs that later fail (a system may override).
 DAILY_SUBMISSION_QUOTA = env_int("CONCORD_DAILY_SUBMISSION_QUOTA", 5)
 # A run whose share of unanswered evaluated turns (metric `non_answer`) is above this is listed on
@@ -266,13 +269,10 @@ LOGIN_FAILURE_WINDOW_SECONDS = env_int("CONCORD_LOGIN_FAILURE_WINDOW_SECONDS", 1
 # pytest, whose tests clear it between them).
 _CACHE_URL = "" if TESTING else env_str("CONCORD_CACHE_URL") or (
     env_str("CELERY_BROKER_URL") if env_str("CELERY_BROKER_URL").startswith("redis://") else "")
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "throttle": ({"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                  "LOCATION": _CACHE_URL, "KEY_PREFIX": "concord"} if _CACHE_URL else
-                 {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-                  "LOCATION": "throttle"}),
-}
+CACHES["throttle"] = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL,
+     "KEY_PREFIX": "concord"} if _CACHE_URL else
+    {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"})
 
 # --- Celery ---------------------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"

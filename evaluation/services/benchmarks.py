@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 def benchmark_import(*, path: Path, replace: bool = False, owner=None,
                      progress: Progress = no_progress) -> Benchmark:
     """Validate the bundle at PATH fully, then store all of it in one transaction."""
-    bundle = read_bundle(Path(path), max_bytes=settings.MAX_UPLOAD_BYTES)
+    bundle = read_bundle(Path(path), max_bytes=settings.MAX_UPLOAD_BYTES,
+                         max_total_bytes=settings.MAX_BUNDLE_BYTES)
     return benchmark_create_from_bundle(bundle=bundle, replace=replace, owner=owner,
                                         progress=progress)
 

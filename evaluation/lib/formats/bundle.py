@@ -27,8 +27,15 @@ class Bundle:
     dialogues: list[dict] = field(default_factory=list)
 
 
-def read_bundle(path: Path, *, max_bytes: int) -> Bundle:
-    source = open_bundle(path, max_bytes=max_bytes, wanted=BUNDLE_FILES)
+# Ids become URL path segments (/benchmarks/<slug>/dialogues/<id>/): a slash would make the
+# page unreachable. Descriptions are shown on pages and held in memory whole.
+_ID_FORBIDDEN = ("/", "\\")
+MAX_DESCRIPTION_CHARS = 20_000
+
+
+def read_bundle(path: Path, *, max_bytes: int, max_total_bytes: int | None = None) -> Bundle:
+    source = open_bundle(path, max_bytes=max_bytes, wanted=BUNDLE_FILES,
+                         max_total_bytes=max_total_bytes)
     missing = [name for name in BUNDLE_FILES if name not in source.names()]
     if missing:
         raise FormatError(
@@ -67,7 +74,25 @@ def _unique_ids(file: str, records, issues) -> dict[str, dict]:
     return seen
 
 
+def _check_records(items, dialogues, issues) -> None:
+    """What the schemas cannot say: non-empty files, ids usable in URLs, bounded texts."""
+    for file, records in (("items.jsonl", items), ("dialogues.jsonl", dialogues)):
+        if not records:
+            issues.add(file, None, "$", f"the file has no {file.split('.')[0]}")
+        for line, record in records:
+            if any(char in record["id"] for char in _ID_FORBIDDEN):
+                issues.add(file, line, "$.id", f"id {record['id']!r} contains '/' or '\\' "
+                           "(ids are parts of page addresses)")
+    for line, item in items:
+        description = item.get("description") or ""
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            issues.add("items.jsonl", line, "$.description",
+                       f"{len(description):,} characters, over the "
+                       f"{MAX_DESCRIPTION_CHARS:,} limit")
+
+
 def _check_references(benchmark, items, reviews, dialogues, issues) -> None:
+    _check_records(items, dialogues, issues)
     item_by_id = _unique_ids("items.jsonl", items, issues)
     review_by_id = _unique_ids("reviews.jsonl", reviews, issues)
     for line, review in reviews:

@@ -1,13 +1,16 @@
 """Reading a bundle from a folder, a .zip or a .tar.gz safely.
 
-Sizes are checked before any byte is read; archive members that escape the root (`../`,
-absolute paths), links and devices are refused, so a hostile archive cannot write or read
-outside its own content (nothing is ever extracted to disk).
+Sizes are checked before any byte is read: each file against `max_bytes`, and the bundle's
+files together against `max_total_bytes` (an archive's declared sizes, so a zip bomb is
+refused before anything is decompressed; reading stops at the declared size, so a lying
+header cannot make it bigger). Archive members that escape the root (`../`, `..\\`, absolute
+paths), links and devices are refused, so a hostile archive cannot write or read outside its
+own content (nothing is ever extracted to disk).
 """
 
 import tarfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from evaluation.lib.formats.errors import FormatError, FormatIssue
@@ -34,6 +37,7 @@ class BundleSource:
     label: str
     _members: dict[str, object]
     _reader: object
+    sizes: dict[str, int] = field(default_factory=dict)
 
     def names(self) -> set[str]:
         return set(self._members)
@@ -42,8 +46,21 @@ class BundleSource:
         return self._reader(self._members[name])
 
 
-def open_bundle(path: Path, *, max_bytes: int, wanted: tuple[str, ...]) -> BundleSource:
+def open_bundle(path: Path, *, max_bytes: int, wanted: tuple[str, ...],
+                max_total_bytes: int | None = None) -> BundleSource:
     """Open PATH (folder or archive); return the `wanted` files found at its root."""
+    source = _open_bundle(path, max_bytes=max_bytes, wanted=wanted)
+    if max_total_bytes is not None:
+        total = sum(source.sizes.values())
+        if total > max_total_bytes:
+            raise FormatError([FormatIssue(
+                source.label.rsplit("/", 1)[-1], None, "$",
+                f"the bundle's files hold {_human(total)} uncompressed, over the "
+                f"{_human(max_total_bytes)} limit for a whole bundle (nothing was extracted)")])
+    return source
+
+
+def _open_bundle(path: Path, *, max_bytes: int, wanted: tuple[str, ...]) -> BundleSource:
     path = Path(path)
     if not path.exists():
         raise FormatError([FormatIssue(str(path), None, "$", "no such file or folder")])
@@ -72,12 +89,13 @@ def _open_folder(path: Path, *, max_bytes: int, wanted) -> BundleSource:
             if size > max_bytes:
                 raise _too_big(name, size, max_bytes)
             members[name] = file
-    return BundleSource(str(path), members, lambda file: file.read_bytes())
+    return BundleSource(str(path), members, lambda file: file.read_bytes(),
+                        {name: file.stat().st_size for name, file in members.items()})
 
 
 def _check_member_name(archive: str, name: str) -> PurePosixPath:
     pure = PurePosixPath(name)
-    if pure.is_absolute() or ".." in pure.parts or name.startswith(("\\", "/")) or ":" in name:
+    if pure.is_absolute() or ".." in pure.parts or "\\" in name or ":" in name:
         raise FormatError(
             [FormatIssue(archive, None, name, "archive member points outside the bundle root")]
         )
@@ -110,7 +128,9 @@ def _open_zip(path: Path, *, max_bytes: int, wanted) -> BundleSource:
             raise _too_big(info.filename, info.file_size, max_bytes)
         entries.append((pure, info))
     members = _root_members(path.name, entries, wanted)
-    return BundleSource(str(path), members, archive.read)
+    return BundleSource(str(path), members, lambda info: _read_declared(
+        path.name, info.filename, archive.open(info), info.file_size),
+        {name: info.file_size for name, info in members.items()})
 
 
 def _open_tar(path: Path, *, max_bytes: int, wanted) -> BundleSource:
@@ -128,4 +148,17 @@ def _open_tar(path: Path, *, max_bytes: int, wanted) -> BundleSource:
             raise _too_big(info.name, info.size, max_bytes)
         entries.append((pure, info))
     members = _root_members(path.name, entries, wanted)
-    return BundleSource(str(path), members, lambda info: archive.extractfile(info).read())
+    return BundleSource(str(path), members, lambda info: _read_declared(
+        path.name, info.name, archive.extractfile(info), info.size),
+        {name: info.size for name, info in members.items()})
+
+
+def _read_declared(archive: str, name: str, handle, size: int) -> bytes:
+    """A member's bytes, never more than its header declares (the limits were checked
+    against that size)."""
+    with handle:
+        data = handle.read(size + 1)
+    if len(data) > size:
+        raise FormatError([FormatIssue(archive, None, name, "the member is larger than its "
+                                                            "archive header says")])
+    return data
