@@ -261,6 +261,10 @@ class LeaderboardDetail(APIView):
         if protocol not in (benchmark.protocols or ["turn"]):
             return Response({"detail": "This benchmark has no such protocol."}, status=404)
         params = request.query_params
+        if params.get("order", "") not in ("", "asc", "desc"):
+            raise ValidationError({"order": ["expected asc or desc"]})
+        if params.get("columns", "all") not in ("all", "headline"):
+            raise ValidationError({"columns": ["expected all or headline"]})
         lb = leaderboard(
             benchmark=benchmark, protocol=protocol, user=request.user,
             sort=params.get("sort", ""), order=params.get("order", ""),
@@ -315,3 +319,10 @@ class TokenObtain(ObtainAuthToken):
             raise
         login_succeeded(username, request)
         return response
+
+
+def api_not_found(request, *args, **kwargs):
+    """Any /api/ path that matches no route: a JSON 404, like the API's own."""
+    from django.http import JsonResponse
+
+    return JsonResponse({"detail": "No such API endpoint; see /api/docs/."}, status=404)

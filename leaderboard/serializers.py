@@ -1,5 +1,6 @@
 """REST API representations (Django REST framework). Writes go through leaderboard.services."""
 
+from django.db import models
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -28,8 +29,21 @@ class BenchmarkSerializer(serializers.ModelSerializer):
         return reverse("leaderboard:api_benchmark_sample", args=[obj.slug])
 
 
+class StrictCharField(serializers.CharField):
+    """Text only: DRF's CharField turns `{"name": 0}` into the name "0"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class SystemSerializer(serializers.ModelSerializer):
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: StrictCharField, models.TextField: StrictCharField,
+    }
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     page = serializers.SerializerMethodField()
 
     class Meta:

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from . import api, views
@@ -47,4 +47,5 @@ urlpatterns = [
     path("api/token/", api.TokenObtain.as_view(), name="api_token_obtain"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),
+    re_path(r"^api/", api.api_not_found, name="api_not_found"),  # last: JSON, not HTML, 404s
 ]

@@ -156,6 +156,7 @@ ACCESS.update({
     "leaderboard:api_token_obtain": [({}, "get", dict.fromkeys(PERSONAS, 405))],
     "leaderboard:api_schema": [({}, "get", ALL_200)],
     "leaderboard:api_docs": [({}, "get", ALL_200)],
+    "leaderboard:api_not_found": [({}, "get", dict.fromkeys(PERSONAS, 404))],
 })
 
 
