@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from annotation.lib import sampling, taskforms
 from evaluation.access import benchmarks_for_user
+from evaluation.lib.formats.jsonl import unstorable
 from evaluation.models import Benchmark, Split, Submission
 
 from .models import Study
@@ -85,6 +86,11 @@ class StudyCreateForm(forms.Form):
             scales = json.loads(raw)
         except ValueError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
+        except RecursionError as exc:
+            raise forms.ValidationError("Not valid JSON: nested too deeply") from exc
+        bad = unstorable(scales)  # "\u0000" and lone surrogates are JSON, not storable text
+        if bad is not None:
+            raise forms.ValidationError(f"{bad[0]}: {bad[1]}")
         errors = taskforms.validate_likert_scales(scales)
         if errors:
             raise forms.ValidationError(errors)

@@ -1,5 +1,5 @@
-"""Login throttling on the web form, the admin's form and the token endpoint, and the
-Content-Security-Policy header (issue 18, point 7)."""
+"""Login throttling on the web form, the admin's form and the token endpoint, the
+Content-Security-Policy header (issue 18, point 7), and the study form's door (point 4)."""
 
 import pytest
 from django.urls import reverse
@@ -18,7 +18,7 @@ def test_the_login_form_refuses_an_account_after_repeated_failures(client, resea
     url = reverse("login")
     for _ in range(3):
         response = client.post(url, {"username": "researcher", "password": "wrong"})
-        assert response.status_code == 200 and "didn&#x27;t match" in \
+        assert response.status_code == 200 and "didn't match" in \
             response.content.decode()
     # the right password is not even checked now, and the answer says how long to wait
     refused = client.post(url, {"username": "researcher", "password": PASSWORD})
@@ -67,3 +67,14 @@ def test_every_page_carries_a_content_security_policy(client):
     assert "script-src 'self'" in policy and "object-src 'none'" in policy
     assert "frame-ancestors 'none'" in policy and "unsafe-eval" not in policy
     assert "script-src 'self' 'unsafe-inline'" not in policy
+
+
+def test_study_form_refuses_json_text_that_postgres_cannot_store(researcher):
+    """Issue 18, point 4: NUL and lone surrogates are refused at the door of the study form."""
+    from annotation.forms import StudyCreateForm
+
+    for scales, expected in (('[{"key": "a\\u0000"}]', "$[0].key: contains a NUL character"),
+                             ('[{"key": "\\ud800"}]', "$[0].key: contains a lone surrogate")):
+        form = StudyCreateForm(data={"likert_scales": scales}, user=researcher)
+        form.is_valid()
+        assert any(expected in error for error in form.errors["likert_scales"]), form.errors
