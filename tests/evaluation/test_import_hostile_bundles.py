@@ -63,7 +63,10 @@ def test_small_gaps_are_refused_precisely(tmp_path):
     assert "dialogues.jsonl:1: $.id: id 'd/1' contains '/'" in errors
     assert "items.jsonl:1: $.description: 20,001 characters, over the 20,000 limit" in errors
     (folder / "items.jsonl").write_text("")
-    assert "items.jsonl: $: the file has no items" in _import_errors(folder)
+    errors = _import_errors(folder)
+    assert "items.jsonl: $: the file has no items, but reviews.jsonl or dialogues.jsonl " \
+           "refer to items" in errors
+    assert "unknown item id" not in errors
 
 
 def test_a_backslash_member_name_is_refused(tmp_path):

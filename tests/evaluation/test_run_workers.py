@@ -34,6 +34,9 @@ def demo_submission(transactional_db, tmp_path, settings):
     settings.RUN_CHUNK_TURNS = int(CHUNK_TURNS)
     bundle = generate_demo_bundle(42)
     benchmark = benchmark_create_from_bundle(bundle=Bundle(**bundle))
+    # the hidden phase is over: runs score every split (evaluation.services.runs.scored_splits)
+    benchmark.hidden_released_at = benchmark.created_at
+    benchmark.save(update_fields=["hidden_released_at"])
     lines = generate_submission("popularity", items=bundle["items"], reviews=bundle["reviews"],
                                 dialogues=bundle["dialogues"])
     write_turn_submission(lines, tmp_path / "popularity.jsonl")

@@ -74,11 +74,14 @@ def _unique_ids(file: str, records, issues) -> dict[str, dict]:
     return seen
 
 
-def _check_records(items, dialogues, issues) -> None:
-    """What the schemas cannot say: non-empty files, ids usable in URLs, bounded texts."""
+def _check_records(items, reviews, dialogues, issues) -> None:
+    """What the schemas cannot say: items where something refers to them, ids usable in
+    URLs, bounded texts."""
+    if not items and (reviews or any(d.get("candidate_item_ids") for _, d in dialogues)):
+        # said once, instead of an "unknown item id" for every review and dialogue
+        issues.add("items.jsonl", None, "$", "the file has no items, but reviews.jsonl or "
+                   "dialogues.jsonl refer to items")
     for file, records in (("items.jsonl", items), ("dialogues.jsonl", dialogues)):
-        if not records:
-            issues.add(file, None, "$", f"the file has no {file.split('.')[0]}")
         for line, record in records:
             if any(char in record["id"] for char in _ID_FORBIDDEN):
                 issues.add(file, line, "$.id", f"id {record['id']!r} contains '/' or '\\' "
@@ -92,7 +95,9 @@ def _check_records(items, dialogues, issues) -> None:
 
 
 def _check_references(benchmark, items, reviews, dialogues, issues) -> None:
-    _check_records(items, dialogues, issues)
+    _check_records(items, reviews, dialogues, issues)
+    if not items and issues:
+        return
     item_by_id = _unique_ids("items.jsonl", items, issues)
     review_by_id = _unique_ids("reviews.jsonl", reviews, issues)
     for line, review in reviews:
