@@ -83,9 +83,11 @@ def test_a_dead_workers_job_is_not_failed_by_looking_at_it(client, staff):
                               heartbeat_at=timezone.now() - timedelta(days=1))
     client.force_login(staff)
     for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
-        assert client.get(reverse("job_detail", args=[dead.pk]), **headers).status_code == 200
-    dead.refresh_from_db()
-    assert dead.status == Job.Status.RUNNING and dead.finished_at is None
+        page = client.get(reverse("job_detail", args=[dead.pk]), **headers)
+        # shown as failed (computed when read, Job.from_db), and nothing written
+        assert page.status_code == 200 and "stopped reporting progress" in page.content.decode()
+    stored = Job.objects.filter(pk=dead.pk).values_list("status", "finished_at").get()
+    assert stored == (Job.Status.RUNNING, None)
 
 
 @pytest.mark.django_db
