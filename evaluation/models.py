@@ -554,7 +554,10 @@ class UnitScore(models.Model):
             models.CheckConstraint(condition=Q(unit_type__in=["turn", "dialogue"]),
                                    name="unitscore_unit_type"),
         ]
-        indexes = [models.Index(fields=["run", "metric"])]
+        # (run, dialogue): the per-turn drill-down reads one dialogue's values of a run that
+        # may hold a million (docs/performance.md, "Runs at scale").
+        indexes = [models.Index(fields=["run", "metric"]),
+                   models.Index(fields=["run", "dialogue_id"], name="unitscore_run_dialogue")]
 
     def __str__(self) -> str:
         return f"{self.metric}[{self.unit_id}]={self.value}"

@@ -5,10 +5,13 @@ items and the reviews its submitted turns cite, with one flat query per table: n
 benchmark. The final task reads the run's unit values reduced per metric and dialogue.
 """
 
+import io
+import json
 from collections import defaultdict
 
 from django.db.models import Count, F, Sum
 
+from evaluation.lib.formats.submission import iter_turn_records
 from evaluation.models import (
     EVALUATED_ACTIONS,
     ITEM_FIELDS,
@@ -110,3 +113,24 @@ def run_cluster_sums(*, run) -> dict[str, tuple[list[str], list[float], list[int
         counts.append(n)
         square_sum[0] += squares
     return {metric: (c, t, n, q[0]) for metric, (c, t, n, q) in sums.items()}
+
+
+def chunk_dialogue_records(*, run, dialogue) -> list[dict] | None:
+    """The run's submission lines for DIALOGUE, read by the byte ranges of the chunk that holds
+    it (about 1,000 answered turns) instead of the whole file; None when no chunk of RUN holds
+    it (a run made before chunks, an LLM run), and the caller reads the file."""
+    for dialogue_ids, line_ranges in run.chunks.values_list("dialogue_ids", "line_ranges"):
+        if dialogue.pk in dialogue_ids:
+            # A line of this dialogue holds its id as a JSON string: only those are parsed.
+            needle = json.dumps(dialogue.external_id).encode()
+            buffer = io.BytesIO()
+            with run.submission.file.open("rb") as handle:
+                for start, end in line_ranges:
+                    handle.seek(start)
+                    for line in handle.read(end - start).splitlines(keepends=True):
+                        if needle in line:
+                            buffer.write(line)
+            buffer.seek(0)
+            return [record for record in iter_turn_records(buffer)
+                    if record["dialogue_id"] == dialogue.external_id]
+    return None

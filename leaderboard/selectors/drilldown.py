@@ -11,6 +11,7 @@ from evaluation.lib.metrics import grounding
 from evaluation.lib.metrics.quotes import scan
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.models import Dialogue, Item, Job, Review, Run, TurnItem, UnitScore
+from evaluation.selectors.run_chunks import chunk_dialogue_records
 
 from .columns import fmt
 
@@ -26,7 +27,10 @@ def dialogue_drilldown(*, submission, run: Run | None, dialogue: Dialogue) -> di
     """Each turn of a (non-hidden) dialogue with the system's answer in place of the reference
     system turn: its quotes marked verified or not against the reviews they cite (the GS
     matcher at the run's threshold), its ranked items with the gold marked, and its values."""
-    answers = {int(r["turn_index"]): r for r in _submitted_records(submission, dialogue)}
+    records = chunk_dialogue_records(run=run, dialogue=dialogue) if run is not None else None
+    if records is None:
+        records = _submitted_records(submission, dialogue)
+    answers = {int(r["turn_index"]): r for r in records}
     turns = list(dialogue.turns.order_by("index"))
     gold = defaultdict(set)
     for turn_id, item_id in (TurnItem.objects.filter(turn__dialogue=dialogue, role="gold")
