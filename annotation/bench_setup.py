@@ -19,8 +19,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation import queue
-from annotation.lib import taskforms
+from annotation.lib import handout, taskforms
 from annotation.services.members import study_member_add
 from annotation.services.studies import StudySpec, study_create
 from config.roles import ANNOTATOR, STUDY_AUTHOR
@@ -50,7 +49,7 @@ def _session(user: User) -> str:
 def _queue(member, items: list, count: int) -> list[int]:
     """Hand the member COUNT items in their own random order (what the hand-out would do)."""
     now = timezone.now()
-    chosen = sorted(items, key=lambda item: queue.order_key(member.order_seed, item.pk))[:count]
+    chosen = sorted(items, key=lambda item: handout.order_key(member.order_seed, item.pk))[:count]
     Assignment.objects.bulk_create([
         Assignment(member=member, item=item, position=n, handed_out_at=now, last_active_at=now,
                    reason="needs_labels", queue_total=count, seconds_left=60 * count)

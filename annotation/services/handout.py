@@ -12,7 +12,7 @@ from django.db.models import Count, Exists, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation import queue
+from annotation.lib import handout
 
 from ..models import (
     Annotation,
@@ -33,7 +33,7 @@ def assignments_release_stale(*, study: Study, now=None) -> int:
     ).update(status=Assignment.Status.RELEASED, released_at=now)
 
 
-def _candidates(study: Study, member: StudyMember) -> list[queue.Candidate]:
+def _candidates(study: Study, member: StudyMember) -> list[handout.Candidate]:
     counted = Annotation.objects.filter(item=OuterRef("pk"), assignment__member__excluded=False)
     holding = Assignment.objects.filter(item=OuterRef("pk"), status=Assignment.Status.ACTIVE
                                         ).exclude(member=member)
@@ -43,7 +43,7 @@ def _candidates(study: Study, member: StudyMember) -> list[queue.Candidate]:
                       holds=Coalesce(Subquery(holding.values("item").annotate(n=Count("pk"))
                                               .values("n")), 0))
             .values_list("pk", "kind", "labels", "holds", "target_labels", "position"))
-    return [queue.Candidate(pk, kind, labels, holds, target, position)
+    return [handout.Candidate(pk, kind, labels, holds, target, position)
             for pk, kind, labels, holds, target, position in rows]
 
 
@@ -74,15 +74,15 @@ def assignment_next(*, member: StudyMember, now=None) -> Assignment | None:
             a.item_id for a in open_}
         candidates = _candidates(study, member)
         kinds = [a.item.kind for a in mine if a.status == Assignment.Status.SUBMITTED]
-        decision = queue.choose_next(
+        decision = handout.choose_next(
             resume=[a.item_id for a in open_], candidates=candidates, done=done,
             member_seed=member.order_seed, gold_rate=study.gold_rate,
-            gold_done=kinds.count(queue.GOLD), regular_done=kinds.count(queue.NORMAL))
+            gold_done=kinds.count(handout.GOLD), regular_done=kinds.count(handout.NORMAL))
         if decision is None:
             return None
         by_item = {a.item_id: a for a in mine}
         assignment = by_item.get(decision.item_id)
-        remaining = queue.remaining_for(candidates=candidates, done=done | {decision.item_id},
+        remaining = handout.remaining_for(candidates=candidates, done=done | {decision.item_id},
                                         gold_rate=study.gold_rate)
         per_item = _estimate_seconds(member, study)
         if decision.reason == "resume":

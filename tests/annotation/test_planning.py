@@ -2,9 +2,8 @@
 
 from datetime import datetime, timedelta
 
-from annotation import queue
-from annotation.lib import blinding, sampling
-from annotation.queue import Candidate, choose_next
+from annotation.lib import blinding, handout, sampling
+from annotation.lib.handout import Candidate, choose_next
 
 
 def test_letters_are_a_stored_permutation_reproducible_per_seed_and_varying_by_dialogue():
@@ -99,9 +98,9 @@ def test_each_annotator_gets_their_own_random_order():
 
 
 def test_gold_is_mixed_in_at_the_configured_rate_and_never_used_as_filler():
-    assert not queue.wants_gold(gold_rate=0.25, gold_done=0, regular_done=2)
-    assert queue.wants_gold(gold_rate=0.25, gold_done=0, regular_done=3)
-    assert not queue.wants_gold(gold_rate=0.25, gold_done=1, regular_done=3)
+    assert not handout.wants_gold(gold_rate=0.25, gold_done=0, regular_done=2)
+    assert handout.wants_gold(gold_rate=0.25, gold_done=0, regular_done=3)
+    assert not handout.wants_gold(gold_rate=0.25, gold_done=1, regular_done=3)
     items = cands((1, "gold", 0, 0), (2, "normal", 0, 0))
     decision = choose_next(resume=[], candidates=items, done=set(), member_seed=1,
                            gold_rate=0.25, gold_done=0, regular_done=3)
@@ -112,8 +111,8 @@ def test_gold_is_mixed_in_at_the_configured_rate_and_never_used_as_filler():
 
 def test_staleness_and_remaining_estimate():
     now = datetime(2025, 1, 1, 12)
-    assert queue.is_stale(now - timedelta(minutes=31), now, timedelta(minutes=30))
-    assert not queue.is_stale(now - timedelta(minutes=5), now, timedelta(minutes=30))
+    assert handout.is_stale(now - timedelta(minutes=31), now, timedelta(minutes=30))
+    assert not handout.is_stale(now - timedelta(minutes=5), now, timedelta(minutes=30))
     items = cands((1, "calibration", 0, 0), (2, "normal", 0, 0), (3, "normal", 2, 0),
                   (4, "gold", 0, 0))
-    assert queue.remaining_for(candidates=items, done=set(), gold_rate=0.5) == 3
+    assert handout.remaining_for(candidates=items, done=set(), gold_rate=0.5) == 3

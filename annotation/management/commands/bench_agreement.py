@@ -1,12 +1,12 @@
 """python manage.py bench_agreement [--units N] [--annotators N] [--repeats N] [--levels ...]
 
-Runs `python -m evaluation.lib.stats.benchmark` (docs/performance.md, "Statistics"): Krippendorff's
+Runs `python -m evaluation.lib.stats.timing` (docs/performance.md, "Statistics"): Krippendorff's
 alpha on 100,000 units × 10 annotators, next to the `krippendorff` package where it fits.
 """
 
 from django.core.management.base import BaseCommand
 
-from evaluation.lib.stats import benchmark
+from evaluation.lib.stats import timing
 
 
 class Command(BaseCommand):
@@ -19,5 +19,5 @@ class Command(BaseCommand):
         parser.add_argument("--levels", default="interval,ordinal,nominal")
 
     def handle(self, units, annotators, repeats, levels, **options):
-        benchmark.main(["--units", str(units), "--annotators", str(annotators),
+        timing.main(["--units", str(units), "--annotators", str(annotators),
                         "--repeats", str(repeats), "--levels", levels])

@@ -72,7 +72,7 @@ def test_statistics_package_imports_no_django():
         "evaluation.lib.stats.bootstrap, evaluation.lib.stats.comparison, "
         "evaluation.lib.stats.clustered, leaderboard.lib.calibration, "
         "evaluation.lib.stats.correlation, "
-        "evaluation.lib.stats.methods, evaluation.lib.stats.benchmark; "
+        "evaluation.lib.stats.methods, evaluation.lib.stats.timing; "
         "sys.exit(any(name.split('.')[0] == 'django' for name in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

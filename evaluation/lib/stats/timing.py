@@ -1,7 +1,7 @@
 """Timing of Krippendorff's alpha at study scale (spec: statistics.md "Inter-annotator agreement";
 performance target: 100,000 units × 10 annotators, interval level, under 2 seconds).
 
-    python -m evaluation.lib.stats.benchmark [--units 100000] [--annotators 10] [--repeats 3]
+    python -m evaluation.lib.stats.timing [--units 100000] [--annotators 10] [--repeats 3]
 
 Times Concord's implementation and the ``krippendorff`` package on the same data: 1–5 Likert
 ratings and 0–100 scores with two decimals, each with about 10% of the ratings missing. The
