@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0011_job_kind_without_import_public'),
+        ('evaluation', '0012_hardening'),
     ]
 
     operations = [
