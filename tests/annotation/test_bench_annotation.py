@@ -3,6 +3,7 @@ simulated annotators over loopback, figures printed (docs/performance.md); and t
 against another tool's URL."""
 
 import json
+import os
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,8 +22,10 @@ def _postgres() -> bool:
 
 @pytest.mark.skipif(not _postgres(), reason="needs PostgreSQL on 127.0.0.1:5432")
 def test_the_benchmark_runs_and_reports_every_request(capsys):
+    # A database of its own per process: concurrent test runs must not drop each other's.
+    url = f"postgres://postgres@127.0.0.1:5432/concord_bench_smoke_{os.getpid()}"
     call_command("bench_annotation", "--annotators", "3", "--items", "4", "--json",
-                 "--database-url", "postgres://postgres@127.0.0.1:5432/concord_bench_smoke")
+                 "--database-url", url)
     out = capsys.readouterr().out
     report = json.loads(out[out.index("{"):])
     assert report["requests"] == 3 * 4 * 2 and report["errors"] == 0
