@@ -129,7 +129,7 @@ def test_autosave_survives_a_reload_and_focused_time_is_recorded(page, annotate,
     page.locator("#form-checklist").get_by_text("Too vague", exact=True).click()
     page.fill("#comment", "coming back to this")
     page.wait_for_function(
-        "document.getElementById('save-status').textContent.startsWith('Saved')")
+        "() => (document.getElementById('save-status')?.textContent || '').startsWith('Saved')")
     # htmx's own request (hx-post on the form), its reply swapped into the status
     assert saves and saves[0].get("hx-request") == "true"
     assert saves[0].get("hx-target") == "save-status"
@@ -151,16 +151,18 @@ def test_a_failed_autosave_says_so_and_retries(page, annotate, tiny_benchmark, a
     def fail_once(route):
         if not failures:
             failures.append(route.request.url)
-            route.fulfill(status=503, body="busy")
+            route.fulfill(status=500, body="busy")
         else:
             route.continue_()
 
     page.route("**/draft/", fail_once)
     choose(page, "row-likert-naturalness", 2)
     page.wait_for_function(
-        "document.getElementById('save-status').textContent.startsWith('Not saved yet')")
+        "() => (document.getElementById('save-status')?.textContent || '')"
+        ".startsWith('Not saved yet')")
     page.wait_for_function(  # the retry, two seconds later, lands
-        "document.getElementById('save-status').textContent.startsWith('Saved')", timeout=8000)
+        "() => (document.getElementById('save-status')?.textContent || '').startsWith('Saved')",
+        timeout=8000)
     assert len(failures) == 1
     assert Draft.objects.get(assignment=assignment).values["likert"] == {"naturalness": 2}
     page.unroute("**/draft/")
