@@ -68,7 +68,7 @@ def agreement_tables(report: Mapping) -> list[Table]:
 
 
 def _alpha_table(report) -> Table:
-    table = Table("agreement", "Krippendorff's alpha per field (95% bootstrap CI over units)",
+    table = Table("agreement", "Krippendorff's alpha per field (95% jackknife-t CI over units)",
                   [("field", "Field"), ("level", "Level"), ("value", "Alpha"),
                    ("ci_low", "CI low"), ("ci_high", "CI high"), ("units", "Units"),
                    ("annotators", "Annotators"), ("pairable_values", "Pairable values"),
@@ -80,6 +80,23 @@ def _alpha_table(report) -> Table:
                                **_estimate_cells(estimate), "units": n.get("units"),
                                "annotators": n.get("annotators"),
                                "pairable_values": n.get("pairable_values")})
+    return table
+
+
+def agreement_headline_table(report: Mapping) -> Table:
+    """The headline of the agreement table: each field's alpha at its own level of measurement
+    (the first of its levels; the others are in the full table)."""
+    table = Table("agreement_headline", "Krippendorff's alpha per field at its level of "
+                  "measurement (95% jackknife-t CI over units)",
+                  [("field", "Field"), ("level", "Level"), ("value", "Alpha"),
+                   ("ci_low", "CI low"), ("ci_high", "CI high"), ("units", "Units"),
+                   ("annotators", "Annotators"), ("note", "Note")])
+    full = _alpha_table(report).rows
+    for entry in report.get("fields", []):
+        level = entry["alpha_levels"][0]
+        row = next(row for row in full if row["field"] == entry["label"]
+                   and row["level"] == level)
+        table.rows.append({key: row[key] for key, _ in table.columns})
     return table
 
 
@@ -189,6 +206,32 @@ def correlation_tables(report: Mapping) -> list[Table]:
     for row in report.get("system_level", []):
         system.rows.append(_correlation_cells(row, ("spearman", "kendall")))
     return [item, system]
+
+
+def correlation_headline_table(report: Mapping, aspect: str, keep=None) -> Table:
+    """The item-level rows of ASPECT on all units (only those whose metric
+    KEEP(evaluator, metric) keeps, when given), each with its system-level Spearman rho: the
+    values of the full tables, fewer rows and columns."""
+    table = Table("correlation_headline", f"{report['evaluator']} against the human "
+                  f"{aspect}: item level (p two-sided) and system level",
+                  [("metric", "Metric"), ("spearman", "Spearman rho"), ("spearman_p", "p"),
+                   ("kendall", "Kendall tau-b"), ("kendall_p", "p"), ("pearson", "Pearson r"),
+                   ("pearson_p", "p"), ("n", "n"), ("qwk", "QWK"),
+                   ("system_spearman", "System-level rho"), ("systems", "Systems"),
+                   ("note", "Note")], optional=frozenset({"qwk"}))
+    systems = {(row["metric"], row["aspect"]): row for row in report.get("system_level", [])
+               if row["subset"] == "all"}
+    for row in report.get("item_level", []):
+        if row["aspect"] != aspect or row["subset"] != "all" or (
+                keep is not None and not keep(row["evaluator"], row["metric"])):
+            continue
+        cells = _correlation_cells(row, ("pearson", "spearman", "kendall"))
+        system = systems.get((row["metric"], row["aspect"]))
+        if system is not None:
+            cells["system_spearman"] = system["correlations"]["spearman"]["statistic"]
+            cells["systems"] = system["correlations"]["spearman"]["n"]
+        table.rows.append({key: cells.get(key) for key, _ in table.columns})
+    return table
 
 
 def _correlation_cells(row: Mapping, methods: Sequence[str]) -> dict:
@@ -371,8 +414,9 @@ def bundle_readme(snapshot: Mapping, files: Mapping[str, str], methods: Sequence
         "", "## How each number was computed", "",
         "Every number in the JSON files carries `n` (what was counted), `method` (one of the "
         "keys below), a 95% interval where one is meaningful (`ci_low`, `ci_high`) and, when "
-        "it could not be computed, `undefined_reason` instead of a value. Bootstrap intervals "
-        "use B = 1000 resamples from seed 42, so the same data always give the same numbers.",
+        "it could not be computed, `undefined_reason` instead of a value. Intervals are "
+        "jackknife-t intervals (no random draws), so the same data always give the same "
+        "numbers.",
         "",
     ]
     for key in methods:

@@ -48,12 +48,14 @@ from evaluation.models import (
     System,
     UnitScore,
 )
+from evaluation.services.arena import arena_import_votes
 from evaluation.services.benchmarks import benchmark_create_from_bundle
 from evaluation.services.submissions import submission_create, system_create
 
 from .models import FIELD_LEVELS, ImportedField, ImportedLabel, Study
 from .report_selectors import reference_system_name
 from .services.studies import unique_study_slug
+from .services.validation import study_validations_refresh_enqueue, validations_refresh_enqueue
 
 EXTERNAL_PREFIX = "external:"
 EXTERNAL_AXIS = "external"
@@ -181,12 +183,20 @@ def public_dataset_import(*, name: str, path: Path, author, benchmark_slug: str 
                                  "comments": len(result.comments), "notes": result.notes}})
         _store_fields(study, result.fields)
         labels = _store_labels(study, result.labels, where)
+        arena = None
+        if result.votes:
+            arena = arena_import_votes(
+                benchmark=benchmark, votes=result.votes,
+                system_for=lambda system_name: _data_set_system(
+                    system_name, f"A system of the public data set {name}."))
     except BaseException:
         _delete_files(created)
         raise
     summary = {"dialogues": len(bundle.dialogues), "systems": len(result.logs),
                "submissions": len(created), "labels": labels, "fields": len(result.fields),
-               "annotators": len(result.annotators()), "notes": result.notes}
+               "annotators": len(result.annotators()), "notes": result.notes,
+               "arena": arena.slug if arena else None, "votes": len(result.votes)}
+    study_validations_refresh_enqueue(study=study)  # the trust column's numbers
     return benchmark, study, summary
 
 
@@ -288,6 +298,7 @@ def judgments_import(*, path: Path, benchmark: Benchmark, name: str, author,
                                         "annotators": len(judgments.annotators())}})
     _store_fields(study, judgments.fields)
     _store_labels(study, judgments.labels, where)
+    study_validations_refresh_enqueue(study=study)  # the trust column's numbers
     return study
 
 
@@ -396,4 +407,5 @@ def scores_import(*, path: Path, benchmark: Benchmark, evaluator: str, user=None
                        value=float(r["value"])) for r in mine], batch_size=5000)
         MetricSummary.objects.bulk_create(_summaries(run, mine, direction))
         runs.append(run)
+    validations_refresh_enqueue(benchmark_id=benchmark.pk)  # new scores: the trust column
     return runs

@@ -401,3 +401,63 @@ class ImportedLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.field}[{self.unit_id}] by {self.annotator or 'aggregate'}"
+
+
+class MetricValidation(models.Model):
+    """One row of a study's metric leaderboard, kept for the leaderboards' trust column: how
+    well an evaluator's metric agrees with the study's human labels of one aspect (Spearman ρ
+    with its dialogue-jackknife CI, n). Derived data: stored only by
+    `annotation.services.validation` (after labels or runs change), never by a page.
+
+    `scope` says which runs the row was computed from, as the metric leaderboard does it:
+    `public` = runs on published submissions (what everyone's metric leaderboard shows), `all`
+    = every run (what the study's author and staff see). Trained-on units (`<evaluator>:train`)
+    are never stored.
+    """
+
+    class Scope(models.TextChoices):
+        PUBLIC = "public"
+        ALL = "all"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="metric_validations")
+    benchmark = models.ForeignKey("evaluation.Benchmark", on_delete=models.CASCADE,
+                                  related_name="+")
+    scope = models.CharField(max_length=6, choices=Scope.choices)
+    evaluator = models.CharField(max_length=100)
+    metric = models.CharField(max_length=100)
+    aspect = models.CharField(max_length=100)
+    aspect_label = models.CharField(max_length=200, blank=True)
+    method = models.CharField(max_length=20, default="spearman")
+    value = models.FloatField()
+    ci_low = models.FloatField()
+    ci_high = models.FloatField()
+    units = models.PositiveIntegerField()
+    clusters = models.PositiveIntegerField(help_text="dialogues behind the interval")
+    rank = models.PositiveIntegerField(null=True, blank=True)
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "scope", "evaluator", "metric", "aspect"],
+                                    name="metricvalidation_once"),
+            models.CheckConstraint(condition=Q(scope__in=["public", "all"]),
+                                   name="metricvalidation_scope"),
+            models.CheckConstraint(condition=Q(ci_low__lte=F("ci_high")),
+                                   name="metricvalidation_ci_ordered"),
+        ]
+        indexes = [models.Index(fields=["benchmark", "metric"])]
+
+    def __str__(self) -> str:
+        return f"{self.evaluator} · {self.metric} vs {self.aspect} ({self.study_id}, {self.scope})"
+
+
+class StudyValidationState(models.Model):
+    """What a study's `MetricValidation` rows were computed from (labels and runs), so a refresh
+    with nothing new to read does nothing."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="validation_state")
+    fingerprint = models.CharField(max_length=64)
+    computed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"validation of study {self.study_id} at {self.computed_at:%Y-%m-%d %H:%M}"

@@ -139,7 +139,7 @@ def study_snapshot(*, study: Study, table: LabelTable) -> dict:
 
 # --- evaluator scores ------------------------------------------------------------------------
 
-TRAINED_SUFFIX = ":train"  # the units an evaluator's instructions were optimized on
+TRAINED_SUFFIX = reports.TRAINED  # the units an evaluator's instructions were optimized on
 
 
 def _latest_runs(benchmark, *, include_private: bool, evaluators=None) -> list[Run]:
@@ -161,8 +161,8 @@ def evaluator_names(*, benchmark, include_private: bool = True) -> list[str]:
 
 
 def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = True,
-                         unit_type: str | None = None, metric_names=None
-                         ) -> dict[str, list[reports.ScoreSet]]:
+                         unit_type: str | None = None, metric_names=None,
+                         units: set[str] | None = None) -> dict[str, list[reports.ScoreSet]]:
     """evaluator -> one ScoreSet per metric, keyed (system, unit id) like the label table.
 
     Dialogue-level scores of a `log` run are keyed by the dialogue the log names (its
@@ -171,6 +171,12 @@ def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = 
     A run whose evaluator was trained on some dialogues (FACE's optimized instructions name
     them in `config["train_dialogues"]`) reports those units apart, as evaluator
     `<name>:train`, so a trained-on correlation is never read as a held-out one.
+
+    UNITS (unit ids, a log's by the dialogue it names) reads only the values of those units:
+    what a comparison with human labels can use. Every (evaluator, metric, unit type) is still
+    listed, with no values where none of its units is among them, so the result equals the
+    full read restricted to UNITS. Values are read in primary-key order (the order a join
+    keeps, which seeds the sample-efficiency draws), with or without UNITS.
     """
     reference = reference_system_name(benchmark)
     runs = {run.pk: run for run in _latest_runs(benchmark, include_private=include_private,
@@ -182,26 +188,39 @@ def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = 
     if metric_names is not None:  # a predicate on metric names: read only what is needed
         names = set(scores.values_list("metric", flat=True).distinct())
         scores = scores.filter(metric__in=[name for name in names if metric_names(name)])
-    rows = (scores
+    trained = {pk: frozenset(run.config.get("train_dialogues") or ()) for pk, run in runs.items()}
+    if units is not None:
+        every = scores.filter(run_id__in=[pk for pk in runs if not trained[pk]])
+        for run_id, metric, kind in every.values_list("run_id", "metric", "unit_type").distinct():
+            _score_set(sets, runs[run_id].evaluator, metric, kind)
+        units = list(units)
+        scores = scores.filter(Q(unit_id__in=units) | Q(unit_type="dialogue",
+                                                          dialogue_id__in=units)
+                               | Q(run_id__in=[pk for pk in runs if trained[pk]]))
+    rows = (scores.order_by("pk")
             .values_list("run_id", "metric", "unit_type", "unit_id", "dialogue_id", "value")
             .iterator(chunk_size=10000))
-    trained = {pk: frozenset(run.config.get("train_dialogues") or ()) for pk, run in runs.items()}
+    systems = {pk: REFERENCE if run.submission.system.name == reference
+               else run.submission.system.name for pk, run in runs.items()}
     for run_id, metric, unit_type, unit_id, dialogue_id, value in rows:
         run = runs[run_id]
         if unit_type == "dialogue" and dialogue_id:
             unit_id = dialogue_id  # a log's scores belong to the dialogue it names
-        system = run.submission.system.name
-        system = REFERENCE if system == reference else system
+        system = systems[run_id]
         name = f"{run.evaluator}{TRAINED_SUFFIX}" if dialogue_id in trained[run_id] else \
             run.evaluator
-        key = (name, metric, unit_type)
-        if key not in sets:
-            sets[key] = reports.ScoreSet(name, metric, unit_type)
-        sets[key].values[(system, unit_id)] = value
+        _score_set(sets, name, metric, unit_type).values[(system, unit_id)] = value
     grouped: dict[str, list[reports.ScoreSet]] = defaultdict(list)
     for (evaluator, _, _), score in sorted(sets.items()):
         grouped[evaluator].append(score)
     return dict(grouped)
+
+
+def _score_set(sets: dict, evaluator: str, metric: str, unit_type: str) -> reports.ScoreSet:
+    key = (evaluator, metric, unit_type)
+    if key not in sets:
+        sets[key] = reports.ScoreSet(evaluator, metric, unit_type)
+    return sets[key]
 
 
 # --- subsets (--by) --------------------------------------------------------------------------
@@ -267,15 +286,33 @@ def _fingerprint(study: Study, *, runs: bool) -> str:
         labels = Annotation.objects.filter(item__study=study).aggregate(
             n=Count("pk"), last=Max("updated_at"))
     excluded = list(study.members.filter(excluded=True).values_list("pk", flat=True))
-    parts = [study.pk, study.created_at, study.source, labels["n"], labels["last"], excluded]
-    if runs:
+    parts = [concord_version(), study.pk, study.created_at, study.source, labels["n"],
+             labels["last"], excluded]
+    if runs:  # a run finishing (again), a new run, a submission published or withdrawn
+        succeeded = Q(job__status=Job.Status.SUCCEEDED)
         parts.append(Run.objects.filter(submission__benchmark=study.benchmark).aggregate(
-            n=Count("pk", filter=Q(job__status=Job.Status.SUCCEEDED)), last=Max("pk")))
+            n=Count("pk", filter=succeeded), last=Max("pk"),
+            finished=Max("job__finished_at", filter=succeeded),
+            public=Count("pk", filter=succeeded & Q(submission__is_public=True))))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
+def study_fingerprint(*, study: Study) -> str:
+    """What STUDY's reports are computed from: its labels, exclusions and the benchmark's
+    finished runs (changes whenever any of them does)."""
+    return _fingerprint(study, runs=True)
+
+
 def _cached(study: Study, name: str, args: tuple, build, *, runs: bool):
-    key = f"annotation:report:{name}:{study.pk}:{_fingerprint(study, runs=runs)}:" + \
+    """BUILD's value, kept in Django's cache under a key that holds a fingerprint of everything
+    it is computed from (the labels, the exclusions and, with RUNS, the benchmark's runs): a
+    new or edited label, an exclusion or a finished run makes a new key, so a stale value is
+    never served, in any web process, and nothing is written to the database. The fingerprint
+    is read once per request (kept on the STUDY instance)."""
+    memo = study.__dict__.setdefault("_report_fingerprints", {})
+    if runs not in memo:
+        memo[runs] = _fingerprint(study, runs=runs)
+    key = f"annotation:report:{name}:{study.pk}:{memo[runs]}:" + \
         hashlib.sha256(repr(args).encode()).hexdigest()[:16]
     found = cache.get(key)
     if found is None:
@@ -287,7 +324,7 @@ def _cached(study: Study, name: str, args: tuple, build, *, runs: bool):
 def study_agreement(*, study: Study) -> dict:
     """The agreement report of STUDY (reports.build_agreement), cached."""
     def build():
-        table = study_label_table(study=study)
+        table = _table(study)
         return reports.build_agreement(
             table, snapshot=study_snapshot(study=study, table=table),
             gold_accuracy=study_gold_by_username(study=study),
@@ -295,23 +332,73 @@ def study_agreement(*, study: Study) -> dict:
     return _cached(study, "agreement", (), build, runs=False)
 
 
+def _table(study: Study) -> LabelTable:
+    """The label table, read once per request however many reports a page builds (kept on the
+    STUDY instance, like the fingerprint)."""
+    if "_report_label_table" not in study.__dict__:
+        study.__dict__["_report_label_table"] = study_label_table(study=study)
+    return study.__dict__["_report_label_table"]
+
+
+def _labelled_units(table: LabelTable) -> set[str]:
+    return {unit_id for _, unit_id in table.units()}
+
+
+def _labelled_scores(study: Study, evaluator: str) -> list[reports.ScoreSet]:
+    """EVALUATOR's score sets on the labelled units, read once per request (on the STUDY)."""
+    memo = study.__dict__.setdefault("_report_scores", {})
+    if evaluator not in memo:
+        memo[evaluator] = evaluator_score_sets(
+            benchmark=study.benchmark, evaluators=[evaluator],
+            units=_labelled_units(_table(study))).get(evaluator, [])
+    return memo[evaluator]
+
+
 def study_correlation(*, study: Study, evaluator: str, by: str = "",
                       with_points: bool = False) -> dict:
     """Metric–human correlation of EVALUATOR on STUDY's labels, optionally split BY."""
     def build():
-        table = study_label_table(study=study)
-        scores = evaluator_score_sets(benchmark=study.benchmark, evaluators=[evaluator])
+        table = _table(study)
         return reports.build_correlation(
-            table, scores.get(evaluator, []), evaluator=evaluator, by=by,
+            table, _labelled_scores(study, evaluator), evaluator=evaluator, by=by,
             groups=unit_groups(study=study, table=table, by=by),
             snapshot=study_snapshot(study=study, table=table), with_points=with_points)
     return _cached(study, "correlation", (evaluator, by, with_points), build, runs=True)
 
 
+def study_correlation_headline(*, study: Study, evaluator: str, aspect: str = "") -> dict:
+    """The rows of EVALUATOR's correlation that the report page shows first: its headline
+    metrics against ASPECT (default: an "overall" one), on all units
+    (reports.build_correlation_headline; the same numbers as `study_correlation`'s rows)."""
+    fields = study_field_specs(study=study)
+    aspect = aspect if aspect in fields else ""
+
+    def build():
+        return reports.build_correlation_headline(
+            _table(study), _labelled_scores(study, evaluator), evaluator=evaluator,
+            aspect=aspect)
+    return _cached(study, "correlation-headline", (evaluator, aspect), build, runs=True)
+
+
+def study_scatter(*, study: Study, evaluator: str, aspect: str, metrics=None,
+                  by: str = "") -> list[dict]:
+    """The scatter points and sample-efficiency curves of EVALUATOR's metrics (METRICS only,
+    when given) against the human ASPECT: `study_correlation(with_points=True)`'s, for the
+    plots a page shows."""
+    def build():
+        table = _table(study)
+        return reports.build_scatter(
+            table, _labelled_scores(study, evaluator), aspect=aspect, metrics=metrics,
+            groups=unit_groups(study=study, table=table, by=by))
+    return _cached(study, "scatter", (evaluator, aspect,
+                                      None if metrics is None else tuple(metrics), by),
+                   build, runs=True)
+
+
 def study_coupling(*, study: Study) -> dict:
     """Factor coupling of the humans and of every evaluator named like the factors."""
     def build():
-        table = study_label_table(study=study)
+        table = _table(study)
         factors = {spec.name.rsplit(".", 1)[-1] for spec in reports.coupling_fields(table.fields)}
         judges = evaluator_score_sets(
             benchmark=study.benchmark, unit_type="dialogue",
@@ -322,9 +409,10 @@ def study_coupling(*, study: Study) -> dict:
 
 def study_metric_leaderboard(*, study: Study, aspect: str, include_private: bool) -> dict:
     def build():
-        table = study_label_table(study=study)
+        table = _table(study)
         scores = evaluator_score_sets(benchmark=study.benchmark, include_private=include_private,
-                                      unit_type=table.fields[aspect].unit_type)
+                                      unit_type=table.fields[aspect].unit_type,
+                                      units=_labelled_units(table))
         flat = [score for sets in scores.values() for score in sets]
         return reports.build_metric_leaderboard(table, flat, aspect)
     return _cached(study, "metric-board", (aspect, include_private), build, runs=True)

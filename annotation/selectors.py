@@ -20,7 +20,7 @@ from annotation import rows
 from annotation.lib import taskforms
 from evaluation.lib.highlight import span_segments
 from evaluation.lib.metrics.quotes import extract_quotes
-from evaluation.models import DialogueItem, Review
+from evaluation.models import DialogueItem, Item, Review
 
 from .models import Annotation, Assignment, Study, StudyItem, StudyMember
 
@@ -224,7 +224,12 @@ def item_page(*, assignment: Assignment, render_body) -> dict:
         "is_practice": item.kind == StudyItem.Kind.CALIBRATION,
     }
     if context["is_practice"] and state == "submitted":
-        context["practice_feedback"] = practice_feedback(item.expected, values)
+        picked = [i for i in str(dict(taskforms.flatten(values)).get("recommend.items") or "")
+                  .split("|") if i]
+        wanted = list((item.expected or {}).get("recommend.items") or [])
+        context["practice_feedback"] = practice_feedback(
+            item.expected, values, item_names=benchmark_item_names(
+                benchmark_id=study.benchmark_id, external_ids=picked + wanted))
     view = ItemView(item, study, values, swapped=assignment.swapped,
                     shuffle_seed=(f"candidates:{assignment.pk}"
                                   if item.mode == StudyItem.Mode.RECOMMEND else ""))
@@ -340,20 +345,55 @@ def _pairwise_page(view: ItemView, static: dict) -> dict:
             "pair_reason": pair.get("reason", "")}
 
 
-def practice_feedback(expected: dict, values: dict) -> list[dict]:
+def practice_feedback(expected: dict, values: dict,
+                      item_names: dict[str, str] | None = None) -> list[dict]:
+    """The practice item's expected answers beside the annotator's, in the form's words:
+    quotes numbered from 1 as the form numbers them ("Quote 1"), items by name, no raw keys."""
     given = dict(taskforms.flatten(values))
+    names = item_names or {}
+
+    def items(ids) -> str:
+        return ", ".join(names.get(i, i) for i in ids) or "—"
+
     rows = []
     for name, want in expected.items():
         got = given.get(name)
         if name == "recommend.items":
-            ok = bool(set(str(got or "").split("|")) & set(want))
-            want = " or ".join(want)
+            picked = [i for i in str(got or "").split("|") if i]
+            ok = bool(set(picked) & set(want))
+            want_text, got_text = " or ".join(names.get(i, i) for i in want), items(picked)
         else:
             ok = got == want
-        rows.append({"field": name.replace("citation.", "quote ").replace(".", " "),
-                     "expected": str(want).replace("_", " "),
-                     "given": str(got or "—").replace("_", " "), "ok": ok})
+            want_text, got_text = _answer_text(want), _answer_text(got)
+        rows.append({"field": _field_label(name), "expected": want_text, "given": got_text,
+                     "ok": ok})
     return rows
+
+
+def _field_label(name: str) -> str:
+    kind, _, rest = name.partition(".")
+    if kind == "citation" and rest.isdigit():
+        return f"Quote {int(rest) + 1}"
+    if kind == "recommend" and rest == "items":
+        return "Recommended items"
+    if kind == "error":
+        return f"Error: {rest.replace('_', ' ')}"
+    return f"{kind.capitalize()}: {rest.replace('_', ' ').replace('.', ' ')}" if rest else kind
+
+
+def _answer_text(value) -> str:
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool) or value in (0, 1) and isinstance(value, int):
+        return "yes" if value else "no"
+    return str(value).replace("_", " ")
+
+
+def benchmark_item_names(*, benchmark_id: int, external_ids: list[str]) -> dict[str, str]:
+    if not external_ids:
+        return {}
+    return dict(Item.objects.filter(benchmark_id=benchmark_id, external_id__in=external_ids)
+                .values_list("external_id", "name"))
 
 
 # --- study pages ---------------------------------------------------------------------------
@@ -394,9 +434,15 @@ def held_assignment(*, member: StudyMember, now=None) -> Assignment | None:
 
 
 def member_progress(*, member: StudyMember) -> dict:
-    counts = Counter(member.assignments.values_list("status", flat=True))
-    return {"submitted": counts[Assignment.Status.SUBMITTED],
-            "open": counts[Assignment.Status.ACTIVE]}
+    """"Done" counts the items that count, as the studies list does: practice (calibration)
+    and gold checks apart."""
+    counts = Counter(member.assignments.values_list("status", "item__kind"))
+    return {"submitted": counts[(Assignment.Status.SUBMITTED, StudyItem.Kind.NORMAL)],
+            "extra": sum(n for (status, kind), n in counts.items()
+                         if status == Assignment.Status.SUBMITTED
+                         and kind != StudyItem.Kind.NORMAL),
+            "open": sum(n for (status, _), n in counts.items()
+                        if status == Assignment.Status.ACTIVE)}
 
 
 def gold_accuracy(*, study: Study) -> dict[int, tuple[int, int]]:

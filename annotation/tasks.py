@@ -11,6 +11,7 @@ from .services.study_exports import (
     study_bundle_write,
     study_export_write,
 )
+from .services.validation import benchmark_validations_refresh, metric_validations_refresh
 
 
 @shared_task(acks_late=True)
@@ -31,3 +32,15 @@ def study_export_job(job_id: int) -> None:
         return
     rows = study_export_write(study=study, path=export_path(job), progress=progress)
     job_finish(job_id, result={"rows": rows})
+
+
+@shared_task(acks_late=True)
+def refresh_validations_job(benchmark_id: int | None, study_id: int | None) -> None:
+    """Store the metric-leaderboard rows behind the leaderboards' trust column: of every
+    study on BENCHMARK_ID (its runs changed) or of STUDY_ID (its labels changed). Idempotent."""
+    if benchmark_id is not None:
+        benchmark_validations_refresh(benchmark_id=benchmark_id)
+    study = Study.objects.filter(pk=study_id).select_related("benchmark").first() \
+        if study_id is not None else None
+    if study is not None:
+        metric_validations_refresh(study=study)

@@ -4,19 +4,24 @@ Annotators: my studies, instructions, the item page (autosave, submit). Authors:
 the dashboard (progress, gold accuracy, flags, members), the long-format export.
 """
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import exports, face_selectors, report_selectors, selectors
 from annotation.lib import reports
 from annotation.lib.rendering import render_markdown
+from annotation.lib.report_plan import report_plan
 from annotation.services import annotations, handout, members, studies, study_exports
 from evaluation.lib import charts
 from evaluation.models import Job
@@ -163,7 +168,26 @@ def _item_response(request, assignment, *, errors=(), status=200):
 @require_GET
 def item_detail(request, slug, position):
     assignment = get_assignment_for_user(request.user, slug, position)
-    return _item_response(request, assignment)
+    return _item_response(request, assignment, errors=_carried_errors(request, assignment))
+
+
+ITEM_ERRORS_SALT = "annotation.item-errors"
+
+
+def _carried_errors(request, assignment) -> list[str]:
+    """The refusal reasons a failed submit redirected here with (post/redirect/get: reloading
+    the page shows them again instead of posting the form a second time). Signed, so a link
+    cannot put words of its own on the page; tied to the assignment."""
+    token = request.GET.get("errors")
+    if not token:
+        return []
+    try:
+        carried = signing.loads(token, salt=ITEM_ERRORS_SALT, max_age=24 * 3600)
+    except signing.BadSignature:
+        return []
+    if not isinstance(carried, dict) or carried.get("assignment") != assignment.pk:
+        return []
+    return [str(e) for e in carried.get("errors", [])][:50]
 
 
 @login_required
@@ -185,10 +209,16 @@ def item_submit(request, slug, position):
     result = annotations.annotation_submit(assignment=assignment, data=request.POST,
                                            focused_ms=_focused_ms(request), quote_checker=checker)
     if result.errors:
+        # The answers are kept as the draft; the page that explains the refusal is a GET
+        # (303), so reloading it never posts the form again.
         annotations.draft_save(assignment=assignment, data=request.POST,
                                focused_ms=_focused_ms(request))
-        assignment = get_assignment_for_user(request.user, slug, position)
-        return _item_response(request, assignment, errors=result.errors, status=400)
+        token = signing.dumps({"assignment": assignment.pk, "errors": list(result.errors)},
+                              salt=ITEM_ERRORS_SALT, compress=True)
+        url = reverse("annotation:item_detail", kwargs={"slug": slug, "position": position})
+        response = HttpResponseRedirect(f"{url}?{urlencode({'errors': token})}")
+        response.status_code = 303
+        return response
     if assignment.item.kind == "calibration":
         return redirect("annotation:item_detail", slug=slug, position=position)
     # 307 keeps the POST: the browser asks `study_next` to hand out the next item, a write that
@@ -307,29 +337,23 @@ def _correlation_choice(request, study) -> tuple[list[str], str, str, list[str]]
     return evaluators, evaluator or (evaluators[0] if evaluators else ""), by, keys
 
 
-def _scatters(correlation: dict, aspect: str) -> list[dict]:
-    """One scatter per metric: against its own aspect (metrics named like fields), or else
-    against the chosen aspect (?aspect=; default: an "overall" one) of its unit type."""
-    by_metric: dict[str, list[dict]] = {}
-    for plot in correlation.get("scatter", []):
-        by_metric.setdefault(plot["metric"], []).append(plot)
-    rows = {(row["metric"], row["aspect"]): row for row in correlation["item_level"]
-            if row["subset"] == "all"}
-    chosen = []
-    for plots in by_metric.values():
-        names = [plot["aspect"] for plot in plots]
-        pick = aspect if aspect in names else next((n for n in names if "overall" in n),
-                                                   names[0])
-        chosen += [plot for plot in plots if plot["aspect"] == pick]
-    return [{**plot, "chart": charts.scatter(
+def _charts(plots: list[dict], rows: dict) -> list[dict]:
+    """Each plot's scatter (metric against the human mean per unit) and sample-efficiency curve
+    (evaluation.lib.charts), with its item-level correlation row."""
+    return [{**plot, "chart": (chart := charts.scatter(
                  [charts.ScatterPoint("", x, y, group=group) for x, y, group in plot["points"]],
                  x_label=plot["metric"], y_label=f"human {plot['aspect_label']} (mean)",
-                 width=420, height=300, margins=(52, 12, 12, 44)),
+                 width=420, height=300, margins=(52, 12, 12, 44))),
+             # thousands of circles: one format_html_join, not a template loop (≈ 10x faster)
+             "circles": format_html_join("", '<circle class="pt" cx="{}" cy="{}" r="3" '
+                                         'fill="{}"/>', ((p["cx"], p["cy"], p["fill"])
+                                                        for p in chart["points"])),
              "curve": charts.curve(
                  [(p["dialogues_per_system"], p["mean"], p["ci_low"], p["ci_high"])
                   for p in plot["efficiency"]],
                  x_label=f"{plot['unit_type']}s per system", y_label="Spearman ρ"),
-             "row": rows.get((plot["metric"], plot["aspect"]))} for plot in chosen]
+             "row": rows.get((plot["metric"], plot["aspect"]))}
+            for plot in plots if len(plot["points"]) >= 3]
 
 
 def _rows_with_data(table: dict) -> dict:
@@ -352,26 +376,63 @@ def _heatmaps(coupling: dict) -> list[dict]:
 @login_required
 @require_GET
 def study_report(request, slug):
-    """Agreement, leave-one-out, annotators, citations, picks, coupling and correlation."""
+    """The headline numbers first (alpha per field, the chosen evaluator's headline metrics
+    against the chosen aspect), the other tables collapsed, plots of the chosen metric only.
+    Filters are GET parameters (?evaluator=, ?aspect=, ?by=, ?metric=); every correlation row
+    (all aspects, subsets and sensitivity variants) is computed when asked for (?rows=all, or
+    opening its section: htmx). htmx requests get the correlation section alone."""
     study = get_study_for_user(request.user, slug, write=True)
     evaluators, evaluator, by, keys = _correlation_choice(request, study)
-    agreement = report_selectors.study_agreement(study=study)
-    correlation = (report_selectors.study_correlation(study=study, evaluator=evaluator, by=by,
-                                                      with_points=True) if evaluator else None)
-    context = {
-        "study": study, "agreement": agreement, "snapshot": agreement["study"],
+    agreement = None if request.htmx else report_selectors.study_agreement(study=study)
+    # a new study: what will appear, not dashes
+    if agreement is not None and not agreement["study"]["counts"]["labels"]:
+        return render(request, "annotation/report_empty.html", {
+            "study": study, "plan": report_plan(
+                forms=list(study.forms or ()), overlap_k=study.overlap_k,
+                items=agreement["study"]["counts"].get("items", 0),
+                evaluators=len(evaluators))})
+    every_row = request.GET.get("rows") == "all"
+    context = {"study": study, "evaluators": evaluators, "evaluator": evaluator, "by": by,
+               "grouping_keys": keys, "every_row": every_row,
+               "efficiency_repeats": reports.EFFICIENCY_REPEATS, "formats": exports.FORMATS}
+    if evaluator:
+        headline = report_selectors.study_correlation_headline(
+            study=study, evaluator=evaluator, aspect=request.GET.get("aspect", ""))
+        aspect, pairs = headline["aspect"], headline["pairs"]
+        metrics = list(dict.fromkeys(p["metric"] for p in pairs if p["aspect"] == aspect))
+        firsts = [name for name in metrics if reports.is_headline(evaluator, name)]
+        metric = request.GET.get("metric", "")
+        metric = metric if metric in metrics else (firsts or metrics or [""])[0]
+        labels = {name: spec.title
+                  for name, spec in report_selectors.study_field_specs(study=study).items()}
+        rows = {(row["metric"], row["aspect"]): row for row in headline["item_level"]}
+        plots = report_selectors.study_scatter(study=study, evaluator=evaluator, aspect=aspect,
+                                               metrics=[metric], by=by) if metric else []
+        context.update({
+            "aspects": [(name, labels.get(name, name)) for name in headline["aspects"]],
+            "aspect": aspect, "metric": metric, "headline_metrics": firsts,
+            "variant_metrics": [name for name in metrics if name not in firsts],
+            "headline": _rows_with_data(exports.display_table(
+                exports.correlation_headline_table(headline, aspect))),
+            "query": urlencode({"evaluator": evaluator, "aspect": aspect, "by": by,
+                                "metric": metric}),
+            "scatters": _charts(plots, rows),
+            "pair_count": len(pairs),
+        })
+        if every_row:
+            correlation = report_selectors.study_correlation(study=study, evaluator=evaluator,
+                                                             by=by)
+            context["correlation_tables"] = [_rows_with_data(exports.display_table(t))
+                                             for t in exports.correlation_tables(correlation)]
+    if request.htmx:
+        return render(request, "annotation/_report_correlation.html", context)
+    context.update({
+        "agreement": agreement, "snapshot": agreement["study"],
+        "agreement_headline": exports.display_table(exports.agreement_headline_table(agreement)),
         "tables": {t.name: exports.display_table(t)
                    for t in exports.agreement_tables(agreement)},
         "heatmaps": _heatmaps(report_selectors.study_coupling(study=study)),
-        "evaluators": evaluators, "evaluator": evaluator, "by": by, "grouping_keys": keys,
-        "correlation": correlation,
-        "correlation_tables": [_rows_with_data(exports.display_table(t)) for t in
-                               exports.correlation_tables(correlation)] if correlation else [],
-        "scatters": [plot for plot in _scatters(correlation, request.GET.get("aspect", ""))
-                     if len(plot["points"]) >= 3] if correlation else [],
-        "efficiency_repeats": reports.EFFICIENCY_REPEATS,
-        "formats": exports.FORMATS,
-    }
+    })
     return render(request, "annotation/report.html", context)
 
 

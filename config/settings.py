@@ -366,6 +366,14 @@ if LLM_MAX_CONCURRENCY < 1 or LLM_MAX_RETRIES < 0 or LLM_BACKOFF_SECONDS < 0:
 LIVE_ALLOWED_HOSTS = env_list(
     "CONCORD_LIVE_ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.0/8", "::1"])
 
+# The arena (docs/arena.md): threads per web process calling live systems, and rate limits
+# (events per hour) per browser session and per client address.
+ARENA_CALL_THREADS = env_int("CONCORD_ARENA_CALL_THREADS", 32)
+ARENA_BATTLES_PER_HOUR_SESSION = env_int("CONCORD_ARENA_BATTLES_PER_HOUR_SESSION", 20)
+ARENA_BATTLES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_BATTLES_PER_HOUR_ADDRESS", 60)
+ARENA_MESSAGES_PER_HOUR_SESSION = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_SESSION", 120)
+ARENA_MESSAGES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_ADDRESS", 400)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

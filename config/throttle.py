@@ -91,3 +91,34 @@ class ThrottledLoginView(auth_views.LoginView):
         if form.throttled:
             response.status_code = 429
         return response
+
+
+# --- rate limits for anonymous-friendly pages (the arena) -----------------------------------
+
+
+def address_hash(request) -> str:
+    """A stable, non-reversible handle of the client address (keyed by the site secret)."""
+    address = request.META.get("REMOTE_ADDR", "")
+    return hashlib.sha256(f"{settings.SECRET_KEY}\0address\0{address}".encode()).hexdigest()
+
+
+def rate_limit_take(scope: str, ident: str, *, limit: int, window: int) -> int:
+    """Count one event of SCOPE for IDENT; 0 when it is within LIMIT events per WINDOW seconds,
+    else the seconds until the window ends (the event is refused and not counted twice).
+
+    Fixed windows in the shared "throttle" cache: `add` then `incr` are atomic in Redis, so
+    concurrent requests from several web processes cannot both slip under the limit.
+    """
+    now = time.time()
+    slot = int(now // window)
+    digest = hashlib.sha256(f"{scope}\0{ident}".encode()).hexdigest()
+    key, cache = f"rate:{scope}:{slot}:{digest}", caches["throttle"]
+    cache.add(key, 0, timeout=window + 1)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=window + 1)
+        count = 1
+    if count <= limit:
+        return 0
+    return max(1, math.ceil((slot + 1) * window - now))

@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from .models import Benchmark, Dialogue, Item, Job, Run, Split
+from .models import Battle, Benchmark, Dialogue, Item, Job, Run, Simulation, Split
 
 
 def benchmarks_for_user(user) -> QuerySet[Benchmark]:
@@ -61,6 +61,27 @@ def get_job_for_user(user, job_id: int) -> Job:
     return job
 
 
+def simulations_for_user(user) -> QuerySet[Simulation]:
+    """Simulations in progress are private like jobs: whoever started one, the simulated
+    system's owner, and staff (a finished one's run is shown like any run, `runs_for_user`)."""
+    simulations = Simulation.objects.select_related("job", "system", "benchmark", "run",
+                                                    "submission")
+    if user.is_staff:
+        return simulations
+    if not user.is_authenticated:
+        return simulations.none()
+    return simulations.filter(Q(created_by=user) | Q(system__owner=user))
+
+
+def get_simulation_for_user(user, simulation_id: int) -> Simulation:
+    """A simulation USER started or whose system USER owns (or staff): 404 for everyone else;
+    they may also cancel it."""
+    simulation = simulations_for_user(user).filter(pk=simulation_id).first()
+    if simulation is None:
+        raise Http404("No such simulation.")
+    return simulation
+
+
 def runs_for_user(user) -> QuerySet[Run]:
     runs = Run.objects.select_related("submission__system", "submission__benchmark", "job")
     if user.is_staff:
@@ -106,3 +127,19 @@ def can_see_simulation_hidden(user, simulation) -> set[str] | None:
         return None
     return set(Dialogue.objects.filter(benchmark=simulation.benchmark)
                .exclude(split=Split.HIDDEN).values_list("external_id", flat=True))
+
+
+def get_battle_for_request(request, battle_uuid) -> Battle:
+    """The arena battle of this browser session (or of this logged-in user); 404 for anyone
+    else, so a battle's address is no use to a stranger. The session remembers its battles
+    (`arena_battles`), so logging in, which gives the session a new key, keeps them."""
+    found = Battle.objects.select_related("arena__benchmark", "system_a", "system_b").filter(
+        uuid=battle_uuid)[:1]  # uuid is unique: no ORDER BY (first() would add one)
+    battle = found[0] if found else None
+    session_key = request.session.session_key
+    if battle is None or not (
+            (session_key and battle.session_key == session_key)
+            or str(battle.uuid) in request.session.get("arena_battles", ())
+            or (request.user.is_authenticated and battle.user_id == request.user.pk)):
+        raise Http404("No such battle.")
+    return battle

@@ -98,17 +98,20 @@ def format_usage(usage: dict) -> str:
         return ""
     cost = usage.get("cost_usd")
     money = "unknown (no price for this model)" if cost is None else f"${cost:.6f}"
+    sent, cached = usage.get("calls", 0), usage.get("cached_calls", 0)
+    # Every figure says which calls it covers, so a fully cached re-run (0 sent, all cached,
+    # no tokens paid, $0) reads the same on every line.
     lines = [
-        f"LLM usage ({usage.get('model', '')}): {usage.get('calls', 0)} calls, "
-        f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} "
-        f"completion tokens, cost {money}",
-        f"  from the cache (free): {usage.get('cached_calls', 0)} calls, "
-        f"{usage.get('cached_prompt_tokens', 0)} prompt + "
-        f"{usage.get('cached_completion_tokens', 0)} completion tokens; failed calls: "
-        f"{usage.get('failed_calls', 0)}",
+        f"LLM usage ({usage.get('model', '')}): {sent + cached} calls answered: {sent} by the "
+        f"model, {cached} from the cache (free); {usage.get('failed_calls', 0)} failed",
+        f"  paid (by the model): {usage.get('prompt_tokens', 0)} prompt + "
+        f"{usage.get('completion_tokens', 0)} completion tokens, cost {money}",
+        f"  from the cache: {usage.get('cached_prompt_tokens', 0)} prompt + "
+        f"{usage.get('cached_completion_tokens', 0)} completion tokens, cost $0",
     ]
     for name, stage in (usage.get("stages") or {}).items():
-        total = (stage["total_tokens"] + stage["cached_prompt_tokens"]
-                 + stage["cached_completion_tokens"])
-        lines.append(f"  {name}: {stage['calls'] + stage['cached_calls']} calls, {total} tokens")
+        lines.append(f"  {name}: {stage['calls']} calls by the model "
+                     f"({stage['total_tokens']} tokens), {stage['cached_calls']} from the cache "
+                     f"({stage['cached_prompt_tokens'] + stage['cached_completion_tokens']} "
+                     "tokens)")
     return "\n".join(lines)

@@ -18,4 +18,6 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/retry/", views.run_retry, name="run_retry"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
+    path("simulations/<int:simulation_id>/cancel/", views.simulation_cancel_view,
+         name="simulation_cancel"),
 ]

@@ -12,6 +12,7 @@ from evaluation.selectors import benchmarks as selectors
 from evaluation.selectors.simulations import simulation_report
 from evaluation.services import runs as run_services
 from evaluation.services.jobs import job_retry
+from evaluation.services.simulations import simulation_cancel
 
 from .access import (
     benchmarks_for_user,
@@ -24,6 +25,7 @@ from .access import (
     get_item_for_user,
     get_job_for_user,
     get_run_for_user,
+    get_simulation_for_user,
 )
 from .models import Simulation, Split
 
@@ -142,6 +144,19 @@ def run_detail(request, run_id):
             simulation=simulation,
             visible_hidden=can_see_simulation_hidden(request.user, simulation))
     return render(request, "evaluation/run_detail.html", context)
+
+
+@login_required
+@require_POST
+def simulation_cancel_view(request, simulation_id):
+    """The Cancel button of a running simulation (its job page)."""
+    simulation = get_simulation_for_user(request.user, simulation_id)
+    if simulation_cancel(simulation=simulation, user=request.user):
+        messages.success(request, f"Simulation #{simulation.pk} is cancelled; its running "
+                                  "dialogues stop within a turn.")
+    else:
+        messages.info(request, f"Simulation #{simulation.pk} had already finished.")
+    return redirect("job_detail", simulation.job_id)
 
 
 @login_required

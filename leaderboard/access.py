@@ -14,9 +14,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from config.roles import RESEARCHER, has_role
+from config.roles import RESEARCHER, STUDY_AUTHOR, has_role
 from evaluation.access import benchmarks_for_user
-from evaluation.models import Submission, System
+from evaluation.models import Arena, Submission, System
 
 
 def can_write_system(user, system: System) -> bool:
@@ -62,7 +62,33 @@ def get_submission_for_user(user, uuid, *, write: bool = False) -> Submission:
     return submission
 
 
+def get_submission_to_evaluate(user, uuid) -> Submission:
+    """A submission USER may start an LLM evaluator on: one they can see (404 otherwise), and
+    they are staff or a study author (403 otherwise): LLM calls spend the operator's money."""
+    submission = get_submission_for_user(user, uuid)
+    if not can_start_llm_runs(user):
+        raise PermissionDenied("Only staff and study authors can start LLM evaluators.")
+    return submission
+
+
+def can_start_llm_runs(user) -> bool:
+    return user.is_authenticated and (user.is_staff or has_role(user, STUDY_AUTHOR))
+
+
 def require_researcher(user) -> None:
     """Registering a system or uploading needs the researcher role (403 otherwise)."""
     if not has_role(user, RESEARCHER):
         raise PermissionDenied("Registering systems and submitting needs the researcher role.")
+
+
+def arenas_for_user(user) -> QuerySet[Arena]:
+    """Arenas whose benchmark the viewer may see; an arena without a benchmark is public."""
+    return Arena.objects.filter(Q(benchmark__isnull=True)
+                                | Q(benchmark__in=benchmarks_for_user(user)))
+
+
+def get_arena_for_user(user, slug: str) -> Arena:
+    arena = arenas_for_user(user).filter(slug=slug).select_related("benchmark").first()
+    if arena is None:
+        raise Http404("No such arena.")
+    return arena

@@ -6,6 +6,9 @@ is not the owner 403 on writes, an invalid file 400 with every line-numbered pro
 stored), a used-up daily quota 429. Session-authenticated writes need the CSRF token.
 """
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from django.db.models import Count
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -26,13 +29,23 @@ from config.throttle import (
     login_wait_message,
     login_wait_seconds,
 )
-from evaluation.access import benchmarks_for_user, get_benchmark_for_user, get_run_for_user
+from evaluation.access import (
+    benchmarks_for_user,
+    get_benchmark_for_user,
+    get_run_for_user,
+    get_simulation_for_user,
+    simulations_for_user,
+)
 from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.llm.gateway import LLMConfigurationError
+from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.selectors.benchmarks import (
     benchmark_public_zip,
     benchmark_sample_submission,
     run_results,
 )
+from evaluation.services.live import system_set_live
+from evaluation.services.simulations import simulation_cancel, simulation_create
 from evaluation.services.submissions import (
     QuotaExceeded,
     submission_set_public,
@@ -42,14 +55,25 @@ from evaluation.services.submissions import (
 )
 from evaluation.views import attachment
 
-from .access import get_submission_for_user, get_system_for_user, submissions_for_user
+from .access import (
+    arenas_for_user,
+    get_arena_for_user,
+    get_submission_for_user,
+    get_system_for_user,
+    submissions_for_user,
+)
 from .access import systems_for_user as visible_systems
-from .selectors.boards import leaderboard
+from .selectors.arenas import arena_board, arena_board_payload
+from .selectors.boards import UnknownCoverage, board_protocols, leaderboard
 from .serializers import (
+    ArenaRatingsSerializer,
+    ArenaSerializer,
     BenchmarkSerializer,
     LeaderboardSerializer,
     PublishSerializer,
     RunResultSerializer,
+    SimulationSerializer,
+    SimulationStartSerializer,
     SubmissionSerializer,
     SubmissionUploadSerializer,
     SystemSerializer,
@@ -239,13 +263,99 @@ class RunDetail(APIView):
         return Response(data)
 
 
+@extend_schema_view(get=extend_schema(
+    description="Simulations you started or that ran against your systems, newest first; "
+                "filter with ?system=<slug>, ?benchmark=<slug> and ?simulator=<name>."))
+class SimulationList(generics.ListAPIView):
+    """Your simulations; POST starts one on one of your live systems (docs/simulation.md)."""
+
+    serializer_class = SimulationSerializer
+    permission_classes = [ResearcherWrites]
+
+    def get_queryset(self):
+        simulations = simulations_for_user(self.request.user).order_by("-created_at", "-pk")
+        for key, field in (("system", "system__slug"), ("benchmark", "benchmark__slug"),
+                           ("simulator", "simulator")):
+            if self.request.query_params.get(key):
+                simulations = simulations.filter(**{field: self.request.query_params[key]})
+        return simulations
+
+    @extend_schema(
+        description="Start a simulation of one of your systems (researchers): with `endpoint` "
+                    "the system's live endpoint is registered first (only addresses allowed by "
+                    "CONCORD_LIVE_ALLOWED_HOSTS). Everything that would fail for every user is "
+                    "refused with 400 and nothing is stored; otherwise its batches are queued "
+                    "for the workers — poll the returned `url` for progress and metrics.",
+        request=SimulationStartSerializer,
+        responses={201: SimulationSerializer,
+                   400: OpenApiResponse(description="invalid parameters; nothing was stored"),
+                   403: OpenApiResponse(description="not your system, or not a researcher"),
+                   404: OpenApiResponse(description="no such system or benchmark"),
+                   503: OpenApiResponse(description="the queue is down; nothing was stored")})
+    def post(self, request):
+        body = SimulationStartSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        system = get_system_for_user(request.user, data["system"], write=True)
+        benchmark = get_benchmark_for_user(request.user, data["benchmark"])
+        try:
+            with transaction.atomic():
+                if data.get("endpoint"):
+                    system_set_live(system=system, endpoint=data["endpoint"],
+                                    api_key_env=data.get("api_key_env", ""),
+                                    timeout_seconds=data.get("timeout_seconds",
+                                                             system.live_timeout_seconds))
+                simulation = simulation_create(
+                    benchmark=benchmark, system=system, simulator=data["simulator"],
+                    users=data["users"], turns=data["turns"], seed=data["seed"],
+                    pool=data["pool"], batch_size=data["batch_size"],
+                    failure_threshold=data["failure_threshold"], user=request.user)
+        except DjangoValidationError as exc:
+            return Response({"detail": "; ".join(exc.messages)},
+                            status=status.HTTP_400_BAD_REQUEST)
+        except LLMConfigurationError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        simulation = simulations_for_user(request.user).get(pk=simulation.pk)
+        return Response(SimulationSerializer(simulation).data, status=status.HTTP_201_CREATED)
+
+
+class SimulationDetail(generics.RetrieveAPIView):
+    """A simulation: configuration, progress, and its metrics once it succeeded."""
+
+    serializer_class = SimulationSerializer
+
+    def get_object(self):
+        return get_simulation_for_user(self.request.user, self.kwargs["simulation_id"])
+
+
+class SimulationCancel(APIView):
+    """Cancel a queued or running simulation (whoever started it, the system's owner, staff):
+    its running dialogues stop within a turn and nothing more is stored."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None,
+                   responses={200: SimulationSerializer,
+                              409: OpenApiResponse(description="it had already finished")})
+    def post(self, request, simulation_id):
+        simulation = get_simulation_for_user(request.user, simulation_id)
+        if not simulation_cancel(simulation=simulation, user=request.user):
+            return Response({"detail": f"Simulation #{simulation.pk} had already finished "
+                                       f"({simulation.job.status})."},
+                            status=status.HTTP_409_CONFLICT)
+        simulation = get_simulation_for_user(request.user, simulation_id)
+        return Response(SimulationSerializer(simulation).data)
+
+
 class LeaderboardDetail(APIView):
     """A benchmark's leaderboard as you may see it: every system's metrics with CIs, n and
     tie-aware ranks, and the run behind each number."""
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("protocol", OpenApiTypes.STR, description="turn (default) or log"),
+            OpenApiParameter("protocol", OpenApiTypes.STR,
+                             description="turn (default), log, or simulated-<simulator> "
+                                         "(e.g. simulated-pepper)"),
             OpenApiParameter("sort", OpenApiTypes.STR,
                              description="column key evaluator:metric, e.g. trace:recall@1"),
             OpenApiParameter("order", OpenApiTypes.STR, enum=["asc", "desc"]),
@@ -253,24 +363,33 @@ class LeaderboardDetail(APIView):
             OpenApiParameter("baselines", OpenApiTypes.BOOL, description="false hides them"),
             OpenApiParameter("columns", OpenApiTypes.STR, enum=["headline", "all"],
                              description="default all"),
+            OpenApiParameter("splits", OpenApiTypes.STR,
+                             description="the split set the runs were evaluated on, e.g. test "
+                                         "(default), dev+test; only runs of exactly that "
+                                         "coverage are listed and ranked"),
         ],
         responses=LeaderboardSerializer)
     def get(self, request, benchmark):
         benchmark = get_benchmark_for_user(request.user, benchmark)
-        protocol = request.query_params.get("protocol") or (benchmark.protocols or ["turn"])[0]
-        if protocol not in (benchmark.protocols or ["turn"]):
+        protocols = board_protocols([benchmark])[benchmark.pk]
+        protocol = request.query_params.get("protocol") or protocols[0]
+        if protocol not in protocols:
             return Response({"detail": "This benchmark has no such protocol."}, status=404)
         params = request.query_params
         if params.get("order", "") not in ("", "asc", "desc"):
             raise ValidationError({"order": ["expected asc or desc"]})
         if params.get("columns", "all") not in ("all", "headline"):
             raise ValidationError({"columns": ["expected all or headline"]})
-        lb = leaderboard(
-            benchmark=benchmark, protocol=protocol, user=request.user,
-            sort=params.get("sort", ""), order=params.get("order", ""),
-            family=params.get("family", ""),
-            baselines=params.get("baselines", "true").lower() not in ("0", "false", "no"),
-            all_columns=params.get("columns", "all") != "headline")
+        try:
+            lb = leaderboard(
+                benchmark=benchmark, protocol=protocol, user=request.user,
+                sort=params.get("sort", ""), order=params.get("order", ""),
+                family=params.get("family", ""),
+                baselines=params.get("baselines", "true").lower() not in ("0", "false", "no"),
+                all_columns=params.get("columns", "all") != "headline",
+                splits=params.get("splits", "")[:200])
+        except UnknownCoverage as exc:
+            raise ValidationError({"splits": [str(exc)]}) from exc
         return Response(leaderboard_payload(lb))
 
 
@@ -284,18 +403,74 @@ def leaderboard_payload(lb) -> dict:
                                        "ci_high": cell.ci_high, "n": cell.n,
                                        "rank": cell.rank,
                                        "run": row.runs[column.evaluator].run_id}
+                if cell.rule:
+                    metrics[column.key]["rule"] = cell.rule
         run = row.run
         systems.append({"rank": row.rank, "system": run.name, "slug": run.slug,
                         "family": run.family, "team": run.team, "baseline": run.is_baseline,
-                        "public": not row.private,
+                        "public": not row.private, "splits": lb.coverage,
                         "runs": {ev: r.run_id for ev, r in row.runs.items()},
                         "metrics": metrics})
-    return {"benchmark": lb.benchmark.slug, "protocol": lb.protocol, "sort": lb.sort,
+    return {"benchmark": lb.benchmark.slug, "protocol": lb.protocol, "splits": lb.coverage,
+            "other_splits": [{"splits": c.key, "param": c.param, "systems": c.systems}
+                             for c in lb.other_coverages],
+            "sort": lb.sort,
             "rank_metric": lb.rank_column.key if lb.rank_column else None,
             "bootstrap": lb.bootstrap,
             "columns": [{"key": c.key, "evaluator": c.evaluator, "metric": c.metric,
-                         "axis": c.axis, "direction": c.direction} for c in lb.columns],
+                         "axis": c.axis, "direction": c.direction,
+                         "human_agreement": _trust(lb, c.key)} for c in lb.columns],
+            "human_agreement_rule": lb.trust_rule,
             "systems": systems}
+
+
+def _trust(lb, key: str) -> dict | None:
+    trust = lb.trust.get(key)
+    return trust.to_dict() if trust else None
+
+
+class ArenaList(generics.ListAPIView):
+    """Arenas you can see (those of benchmarks you can see), with their vote counts."""
+
+    serializer_class = ArenaSerializer
+
+    @extend_schema(parameters=[OpenApiParameter("benchmark", OpenApiTypes.STR,
+                                                description="only this benchmark's arenas")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        arenas = arenas_for_user(self.request.user).select_related("benchmark")
+        benchmark = self.request.query_params.get("benchmark")
+        if benchmark:
+            arenas = arenas.filter(benchmark__slug=benchmark)
+        return arenas.annotate(vote_count=Count("votes")).order_by("slug")
+
+
+class ArenaRatings(APIView):
+    """An arena's ratings: every system's rating with its 95% bootstrap CI, rank and rank
+    interval, vote counts, and the pairwise win rates (docs/statistics.md, Arena)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("method", OpenApiTypes.STR, enum=list(ARENA_METHODS),
+                             description="elo (online, CRS Arena; default) or bt "
+                                         "(Bradley–Terry, Chatbot Arena)"),
+            OpenApiParameter("dataset", OpenApiTypes.STR,
+                             description="only battles whose scenario has this source_dataset"),
+            OpenApiParameter("scenario", OpenApiTypes.STR,
+                             description="only battles on this benchmark dialogue"),
+        ],
+        responses=ArenaRatingsSerializer)
+    def get(self, request, slug):
+        arena = get_arena_for_user(request.user, slug)
+        method = request.query_params.get("method", "elo")
+        if method not in ARENA_METHODS:
+            raise ValidationError({"method": ["expected elo or bt"]})
+        board = arena_board(arena, method=method,
+                            dataset=request.query_params.get("dataset", "")[:100],
+                            scenario=request.query_params.get("scenario", "")[:200])
+        return Response(arena_board_payload(board))
 
 
 class TokenObtain(ObtainAuthToken):

@@ -54,8 +54,10 @@ class SubmissionForm(forms.Form):
 class SimulationForm(forms.Form):
     """Run a user simulator against the researcher's own live system (docs/simulation.md)."""
 
-    endpoint = forms.URLField(
+    endpoint = forms.URLField(  # a text box for the same reason as SystemForm's links
         label="Live endpoint URL", required=False, assume_scheme="http",
+        widget=forms.TextInput(attrs={"inputmode": "url",
+                                      "placeholder": "localhost:9000/concord-live"}),
         help_text="your system's concord-live/1 endpoint (docs/formats.md §4); leave empty to "
                   "keep the registered one")
     api_key_env = forms.RegexField(
@@ -79,3 +81,32 @@ class SimulationForm(forms.Form):
 
     def clean_benchmark(self):
         return self.benchmarks[self.cleaned_data["benchmark"]]
+
+
+class LLMEvaluationForm(forms.Form):
+    """Start an LLM evaluator on one submission (docs/llm.md, "From the web")."""
+
+    evaluator = forms.ChoiceField()
+    model = forms.RegexField(
+        regex=r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$", max_length=200,
+        help_text="a litellm model name, e.g. openai/gpt-4o-mini; it is reached through the "
+                  "operator's configured API base (CONCORD_LLM_API_BASE)",
+        error_messages={"invalid": "A model name is letters, digits and . _ : / @ + - only."})
+    instructions = forms.RegexField(
+        label="FACE instruction version", required=False, regex=r"^[a-z_]+-v[0-9]+$",
+        max_length=100, help_text="FACE only: an optimized instruction set, e.g. relevance-v1 "
+                                  "(empty: FACE's initial instructions)",
+        error_messages={"invalid": "An instruction version looks like relevance-v1."})
+    limit = forms.IntegerField(label="Only the first N units", required=False, min_value=1,
+                               help_text="a cheap trial; empty: every unit")
+
+    def __init__(self, *args, evaluators=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["evaluator"].choices = [(spec.name, f"{spec.title} ({spec.name})")
+                                            for spec in evaluators]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("instructions") and data.get("evaluator") != "face":
+            self.add_error("instructions", "Instruction versions are for FACE only.")
+        return data

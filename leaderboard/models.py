@@ -30,7 +30,9 @@ class RunClusterStats(models.Model):
 
 
 class RankSnapshot(models.Model):
-    """Pairwise significance on one leaderboard (benchmark × protocol × evaluator).
+    """Pairwise significance on one leaderboard (benchmark × protocol × evaluator × coverage:
+    the split set its runs were evaluated on, e.g. "test" or "dev+test"; runs of different
+    coverages are never ranked together).
 
     `run_ids` are the runs the leaderboard may show to anyone (each system's latest public run
     and its latest run). `better` packs, per metric, a boolean matrix whose [i, j] is True when
@@ -40,8 +42,10 @@ class RankSnapshot(models.Model):
 
     benchmark = models.ForeignKey("evaluation.Benchmark", on_delete=models.CASCADE,
                                   related_name="+")
-    protocol = models.CharField(max_length=10)
+    protocol = models.CharField(max_length=40)  # turn, log, simulated-<simulator>
     evaluator = models.CharField(max_length=100)
+    splits = models.CharField(max_length=200, default="",
+                              help_text="the coverage: split names joined by '+'")
     run_ids = models.JSONField(default=list)
     metrics = models.JSONField(default=list)
     better = models.BinaryField(help_text="numpy.packbits of a (metrics, runs, runs) bool array")
@@ -51,9 +55,10 @@ class RankSnapshot(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["benchmark", "protocol", "evaluator"],
-                                    name="ranksnapshot_once"),
+            models.UniqueConstraint(fields=["benchmark", "protocol", "evaluator", "splits"],
+                                    name="ranksnapshot_once_per_coverage"),
         ]
 
     def __str__(self) -> str:
-        return f"ranks of {self.evaluator} on {self.benchmark_id}/{self.protocol}"
+        return (f"ranks of {self.evaluator} on {self.benchmark_id}/{self.protocol} "
+                f"({self.splits or 'all'})")

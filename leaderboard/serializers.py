@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from evaluation.models import Benchmark, Submission, System
+from evaluation.models import Arena, Benchmark, Submission, System
 
 
 class BenchmarkSerializer(serializers.ModelSerializer):
@@ -130,6 +130,23 @@ class MetricValueSerializer(serializers.Serializer):
     n = serializers.IntegerField()
     rank = serializers.IntegerField(allow_null=True)
     run = serializers.IntegerField()
+    rule = serializers.DictField(
+        required=False, help_text="T2R only: the rule for dialogues without a hit (`rule`, "
+        "`rule_text`) and how many of the run's dialogues it applies to (`dialogues` of `of`)")
+
+
+class HumanAgreementSerializer(serializers.Serializer):
+    correlation = serializers.CharField()
+    value = serializers.FloatField()
+    ci_low = serializers.FloatField()
+    ci_high = serializers.FloatField()
+    units = serializers.IntegerField()
+    dialogues = serializers.IntegerField()
+    study = serializers.CharField()
+    study_title = serializers.CharField()
+    aspect = serializers.CharField()
+    measurements = serializers.IntegerField()
+    url = serializers.CharField()
 
 
 class LeaderboardColumnSerializer(serializers.Serializer):
@@ -138,6 +155,9 @@ class LeaderboardColumnSerializer(serializers.Serializer):
     metric = serializers.CharField()
     axis = serializers.CharField()
     direction = serializers.ChoiceField(choices=["higher", "lower"])
+    human_agreement = HumanAgreementSerializer(
+        allow_null=True, help_text="the metric's best measured agreement with human labels on "
+        "this benchmark (the trust column); null: not validated")
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -148,17 +168,29 @@ class LeaderboardRowSerializer(serializers.Serializer):
     team = serializers.CharField()
     baseline = serializers.BooleanField()
     public = serializers.BooleanField()
+    splits = serializers.CharField(help_text="the splits this row was evaluated on (the same "
+                                             "for every row of one leaderboard)")
     runs = serializers.DictField(child=serializers.IntegerField())
     metrics = serializers.DictField(child=MetricValueSerializer())
+
+
+class CoverageSerializer(serializers.Serializer):
+    splits = serializers.CharField()
+    param = serializers.CharField(help_text="the value of ?splits= that selects it")
+    systems = serializers.IntegerField()
 
 
 class LeaderboardSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     protocol = serializers.CharField()
+    splits = serializers.CharField(help_text="the split set every listed run was evaluated on, "
+                                             "split names joined by '+' (e.g. test, dev+test)")
+    other_splits = CoverageSerializer(many=True, help_text="split sets ranked separately")
     sort = serializers.CharField()
     rank_metric = serializers.CharField(allow_null=True)
     bootstrap = serializers.DictField()
     columns = LeaderboardColumnSerializer(many=True)
+    human_agreement_rule = serializers.CharField()
     systems = LeaderboardRowSerializer(many=True)
 
 
@@ -179,3 +211,148 @@ class RunResultSerializer(serializers.Serializer):
     progress = serializers.DictField()
     submission = serializers.UUIDField()
     page = serializers.CharField()
+
+
+# --- simulations (docs/simulation.md) --------------------------------------------------------
+
+
+class SimulationStartSerializer(serializers.Serializer):
+    """POST /api/simulations/: a simulator talks to one of your live systems."""
+
+    system = serializers.SlugField(help_text="slug of one of your systems")
+    benchmark = serializers.SlugField(help_text="slug of a benchmark with simulated users")
+    simulator = serializers.ChoiceField(choices=["template", "pepper", "ievalm"],
+                                        help_text="template needs no LLM; pepper and ievalm "
+                                                  "use the server's configured model")
+    users = serializers.IntegerField(min_value=1, max_value=5000)
+    turns = serializers.IntegerField(min_value=1, max_value=50)
+    seed = serializers.IntegerField(required=False, default=0, min_value=-2**31,
+                                    max_value=2**31 - 1)
+    pool = serializers.ChoiceField(choices=["catalogue", "dialogue"], required=False,
+                                   default="catalogue")
+    batch_size = serializers.IntegerField(required=False, default=10, min_value=1,
+                                          max_value=1000, help_text="users per Celery task")
+    failure_threshold = serializers.FloatField(
+        required=False, default=0.5, min_value=0.001, max_value=1.0,
+        help_text="the run stops once this share of its users' dialogues failed")
+    endpoint = StrictCharField(required=False, allow_blank=True, max_length=500,
+                               help_text="register (or change) the system's concord-live/1 "
+                                         "endpoint first (docs/formats.md §4)")
+    api_key_env = StrictCharField(required=False, allow_blank=True, max_length=100,
+                                  help_text="NAME of the environment variable holding its key")
+    timeout_seconds = serializers.FloatField(required=False, min_value=0.1, max_value=600)
+
+
+class SimulationSerializer(serializers.Serializer):
+    """A simulation: its configuration, progress and, once it succeeded, its preference
+    coverage (PEPPER §3.3.1): pc@K, pcir@K and recall@K as lists over turns 1..T, and the
+    summaries pc@K (at T), pcir_avg@K and recall@K with their 95% CIs."""
+
+    id = serializers.IntegerField(source="pk")
+    system = serializers.CharField(source="system.slug")
+    benchmark = serializers.CharField(source="benchmark.slug")
+    simulator = serializers.CharField()
+    simulator_version = serializers.CharField()
+    config = serializers.DictField()
+    config_hash = serializers.CharField()
+    users = serializers.IntegerField()
+    turns = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    status = serializers.CharField(source="job.status",
+                                   help_text="queued, running, succeeded, failed or cancelled")
+    progress = serializers.SerializerMethodField()
+    run = serializers.IntegerField(source="run_id", allow_null=True)
+    submission = serializers.SerializerMethodField()
+    failed = serializers.SerializerMethodField()
+    failures_by_kind = serializers.SerializerMethodField()
+    metrics = serializers.SerializerMethodField()
+    summaries = serializers.SerializerMethodField()
+    overhead_ms_per_turn = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+    page = serializers.SerializerMethodField()
+
+    def get_progress(self, obj) -> dict:
+        return {"stage": obj.job.stage, "done": obj.job.done, "total": obj.job.total,
+                "error": obj.job.error or None}
+
+    def get_submission(self, obj) -> str | None:
+        return str(obj.submission.uuid) if obj.submission_id else None
+
+    def get_failed(self, obj) -> int | None:
+        return (obj.report or obj.job.result or {}).get("failed")
+
+    def get_failures_by_kind(self, obj) -> dict:
+        return (obj.report or obj.job.result or {}).get("failures_by_kind", {})
+
+    @extend_schema_field(serializers.DictField(child=serializers.ListField(
+        child=serializers.FloatField())))
+    def get_metrics(self, obj) -> dict:
+        report = obj.report or {}
+        return {key: values for key, values in report.items()
+                if key.split("@")[0] in ("pc", "pcir", "recall") and isinstance(values, list)}
+
+    @extend_schema_field(serializers.DictField(child=serializers.DictField()))
+    def get_summaries(self, obj) -> dict:
+        return (obj.report or {}).get("summaries", {})
+
+    def get_overhead_ms_per_turn(self, obj) -> float | None:
+        return (obj.report or {}).get("overhead_ms_per_turn")
+
+    def get_url(self, obj) -> str:
+        return reverse("leaderboard:api_simulation", args=[obj.pk])
+
+    def get_page(self, obj) -> str:
+        return (reverse("run_detail", args=[obj.run_id]) if obj.run_id
+                else reverse("job_detail", args=[obj.job_id]))
+
+
+class ArenaSerializer(serializers.ModelSerializer):
+    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    votes = serializers.IntegerField(source="vote_count", read_only=True)
+    ratings = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Arena
+        fields = ("slug", "name", "benchmark", "votes", "ratings")
+
+    def get_ratings(self, obj) -> str:
+        return reverse("leaderboard:api_arena_ratings", args=[obj.slug])
+
+
+class ArenaRatingRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True)
+    rank_low = serializers.IntegerField(allow_null=True)
+    rank_high = serializers.IntegerField(allow_null=True)
+    system = serializers.CharField()
+    slug = serializers.CharField()
+    rating = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    votes = serializers.IntegerField()
+    wins = serializers.IntegerField()
+    losses = serializers.IntegerField()
+    ties = serializers.IntegerField()
+
+
+class ArenaWinRateSerializer(serializers.Serializer):
+    system = serializers.CharField()
+    opponent = serializers.CharField()
+    win_rate = serializers.FloatField()
+
+
+class ArenaRatingsSerializer(serializers.Serializer):
+    arena = serializers.CharField()
+    name = serializers.CharField()
+    benchmark = serializers.CharField(allow_null=True)
+    method = serializers.ChoiceField(choices=["elo", "bt"])
+    method_label = serializers.CharField()
+    filters = serializers.DictField()
+    votes = serializers.IntegerField()
+    params = serializers.DictField()
+    valid_resamples = serializers.IntegerField()
+    undefined_reason = serializers.CharField(allow_null=True)
+    ci = serializers.CharField()
+    rank = serializers.CharField()
+    systems = ArenaRatingRowSerializer(many=True)
+    win_rates = ArenaWinRateSerializer(many=True)

@@ -51,7 +51,7 @@ def run_cluster_stats_ensure(*, run_ids: Sequence[int]) -> dict[int, RunClusterS
     return stored
 
 
-def rank_snapshot_refresh(*, benchmark_id: int, protocol: str, evaluator: str,
+def rank_snapshot_refresh(*, benchmark_id: int, protocol: str, evaluator: str, coverage: str,
                           run_ids: Sequence[int]) -> RankSnapshot:
     """Recompute which run is significantly better than which, per metric, and store it."""
     stats = run_cluster_stats_ensure(run_ids=run_ids)
@@ -59,27 +59,39 @@ def rank_snapshot_refresh(*, benchmark_id: int, protocol: str, evaluator: str,
                                                           s.counts)
               for run_id, s in stats.items()}
     computed = rank_snapshot_compute(benchmark_id=benchmark_id, protocol=protocol,
-                                     evaluator=evaluator, run_ids=run_ids, tables=tables)
+                                     evaluator=evaluator, coverage=coverage, run_ids=run_ids,
+                                     tables=tables)
     snapshot, _ = RankSnapshot.objects.update_or_create(
-        benchmark_id=benchmark_id, protocol=protocol, evaluator=evaluator,
+        benchmark_id=benchmark_id, protocol=protocol, evaluator=evaluator, splits=coverage,
         defaults={field: getattr(computed, field)
                   for field in ("run_ids", "metrics", "better", "bootstrap", "seconds")})
     return snapshot
 
 
 def rank_snapshots_refresh(*, benchmark, protocol: str) -> list[RankSnapshot]:
-    """Bring every evaluator's snapshot of one leaderboard up to date; a fresh one is left
-    alone (the `refresh_ranks_job` task and the `refresh_ranks` command)."""
-    choice = RunChoice.of(board_runs(benchmark=benchmark, protocol=protocol))
-    evaluators = sorted({key[1] for key in choice.latest})
-    stored = {s.evaluator: s for s in RankSnapshot.objects.filter(
-        benchmark=benchmark, protocol=protocol, evaluator__in=evaluators)}
+    """Bring every evaluator's snapshot of one leaderboard up to date, one per coverage (the
+    split set the runs were evaluated on); a fresh one is left alone, those of coverages no
+    run has any more are deleted (the `refresh_ranks_job` task and the `refresh_ranks`
+    command)."""
+    runs = board_runs(benchmark=benchmark, protocol=protocol)
+    by_coverage: dict[str, list] = {}
+    for run in runs:
+        by_coverage.setdefault(run.coverage, []).append(run)
+    stored = {(s.splits, s.evaluator): s for s in RankSnapshot.objects.filter(
+        benchmark=benchmark, protocol=protocol)}
     snapshots = []
-    for evaluator in evaluators:
-        candidates = choice.candidates(evaluator)
-        snapshot = stored.get(evaluator)
-        if snapshot is None or snapshot.run_ids != candidates:
-            snapshot = rank_snapshot_refresh(benchmark_id=benchmark.pk, protocol=protocol,
-                                             evaluator=evaluator, run_ids=candidates)
-        snapshots.append(snapshot)
+    for coverage, covered in sorted(by_coverage.items()):
+        choice = RunChoice.of(covered)
+        for evaluator in sorted({key[1] for key in choice.latest}):
+            candidates = choice.candidates(evaluator)
+            snapshot = stored.get((coverage, evaluator))
+            if snapshot is None or snapshot.run_ids != candidates:
+                snapshot = rank_snapshot_refresh(benchmark_id=benchmark.pk, protocol=protocol,
+                                                 evaluator=evaluator, coverage=coverage,
+                                                 run_ids=candidates)
+            snapshots.append(snapshot)
+    kept = {(s.splits, s.evaluator) for s in snapshots}
+    gone = [s.pk for key, s in stored.items() if key not in kept]
+    if gone:
+        RankSnapshot.objects.filter(pk__in=gone).delete()
     return snapshots

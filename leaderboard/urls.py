@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import api, views
+from . import api, views, views_arena, views_evaluators
 
 app_name = "leaderboard"
 
@@ -12,6 +12,10 @@ urlpatterns = [
     path("leaderboards/<slug:benchmark>/<str:protocol>/", views.board, name="board"),
     path("leaderboards/<slug:benchmark>/<str:protocol>/export.<str:fmt>", views.board_export,
          name="board_export"),
+    path("arenas/", views.arena_index, name="arena_index"),
+    path("arenas/<slug:slug>/ratings/", views.arena_ratings_page, name="arena_ratings"),
+    path("arenas/<slug:slug>/ratings.<str:fmt>", views.arena_ratings_export,
+         name="arena_ratings_export"),
     path("systems/", views.system_list, name="system_list"),
     path("systems/new/", views.system_create_view, name="system_create"),
     path("systems/<slug:slug>/", views.system_detail, name="system_detail"),
@@ -22,10 +26,25 @@ urlpatterns = [
     path("submissions/<uuid:uuid>/status/", views.submission_status, name="submission_status"),
     path("submissions/<uuid:uuid>/publish/", views.submission_publish,
          name="submission_publish"),
+    path("submissions/<uuid:uuid>/evaluate/", views_evaluators.submission_evaluate,
+         name="submission_evaluate"),
+    path("submissions/<uuid:uuid>/evaluate/start/", views_evaluators.submission_evaluate_start,
+         name="submission_evaluate_start"),
     path("submissions/<uuid:uuid>/file/", views.submission_download, name="submission_download"),
     path("submissions/<uuid:uuid>/dialogues/<str:dialogue_id>/", views.submission_dialogue,
          name="submission_dialogue"),
     path("compare/", views.compare, name="compare"),
+    path("arena/<slug:benchmark>/", views_arena.arena_home, name="arena_home"),
+    path("arena/<slug:benchmark>/battles/", views_arena.arena_battle_start,
+         name="arena_battle_start"),
+    path("arena/battles/<uuid:uuid>/", views_arena.arena_battle, name="arena_battle"),
+    path("arena/battles/<uuid:uuid>/say/", views_arena.arena_battle_say, name="arena_battle_say"),
+    path("arena/battles/<uuid:uuid>/replies/<int:index>/<str:side>/",
+         views_arena.arena_battle_reply, name="arena_battle_reply"),
+    path("arena/battles/<uuid:uuid>/vote/", views_arena.arena_battle_vote,
+         name="arena_battle_vote"),
+    path("arena/battles/<uuid:uuid>/abandon/", views_arena.arena_battle_abandon,
+         name="arena_battle_abandon"),
     path("signup/", views.signup, name="signup"),
     path("account/api-token/", views.api_token, name="api_token"),
     # REST API
@@ -42,8 +61,15 @@ urlpatterns = [
     path("api/submissions/<uuid:uuid>/publish/", api.SubmissionPublish.as_view(),
          name="api_submission_publish"),
     path("api/runs/<int:run_id>/", api.RunDetail.as_view(), name="api_run"),
+    path("api/simulations/", api.SimulationList.as_view(), name="api_simulations"),
+    path("api/simulations/<int:simulation_id>/", api.SimulationDetail.as_view(),
+         name="api_simulation"),
+    path("api/simulations/<int:simulation_id>/cancel/", api.SimulationCancel.as_view(),
+         name="api_simulation_cancel"),
     path("api/leaderboards/<slug:benchmark>/", api.LeaderboardDetail.as_view(),
          name="api_leaderboard"),
+    path("api/arenas/", api.ArenaList.as_view(), name="api_arenas"),
+    path("api/arenas/<slug:slug>/ratings/", api.ArenaRatings.as_view(), name="api_arena_ratings"),
     path("api/token/", api.TokenObtain.as_view(), name="api_token_obtain"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),

@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -24,6 +24,7 @@ from evaluation.access import benchmarks_for_user, get_benchmark_for_user
 from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import Split
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
 from evaluation.services.live import system_set_live
@@ -39,7 +40,10 @@ from evaluation.services.submissions import (
 )
 
 from .access import (
+    arenas_for_user,
+    can_start_llm_runs,
     can_write_system,
+    get_arena_for_user,
     get_submission_for_user,
     get_system_for_user,
     require_researcher,
@@ -47,10 +51,15 @@ from .access import (
 )
 from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemForm
+from .selectors import arenas as arena_selectors
+from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
 from .selectors.boards import (
+    UnknownCoverage,
     benchmark_leaderboard_counts,
+    board_protocols,
     leaderboard,
     leaderboard_export_rows,
+    leaderboard_pc_chart,
     leaderboard_scatter,
 )
 from .selectors.compare import systems_compare
@@ -70,8 +79,10 @@ from .services import researcher_register
 RESULT_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr", "bleu4")
 
 
-def _protocol_or_404(benchmark, protocol: str | None) -> str:
-    protocols = list(benchmark.protocols or ["turn"])
+def _protocol_or_404(benchmark, protocol: str | None, protocols=None) -> str:
+    """PROTOCOL when BENCHMARK has a leaderboard for it (its submission protocols and its
+    `simulated-…` boards; PROTOCOLS when the caller already read them), else 404."""
+    protocols = protocols or board_protocols([benchmark])[benchmark.pk]
     protocol = protocol or protocols[0]
     if protocol not in protocols:
         raise Http404("This benchmark has no such protocol.")
@@ -84,8 +95,9 @@ def _protocol_or_404(benchmark, protocol: str | None) -> str:
 def leaderboard_index(request):
     benchmarks = list(benchmarks_for_user(request.user))
     counts = benchmark_leaderboard_counts(benchmarks)
+    protocols = board_protocols(benchmarks)
     boards = [{"benchmark": b, "protocol": p, "systems": counts.get((b.pk, p), 0)}
-              for b in benchmarks for p in (b.protocols or ["turn"])]
+              for b in benchmarks for p in protocols[b.pk]]
     return render(request, "leaderboard/index.html", {"boards": boards})
 
 
@@ -93,13 +105,14 @@ def _board_params(request) -> dict:
     return {"sort": request.GET.get("sort", ""), "order": request.GET.get("order", ""),
             "family": request.GET.get("family", ""),
             "baselines": request.GET.get("baselines", "1") != "0",
-            "all_columns": request.GET.get("columns") == "all"}
+            "all_columns": request.GET.get("columns") == "all",
+            "splits": request.GET.get("splits", "")[:200]}
 
 
 def _query(params: dict, **changes) -> str:
     merged = {**params, **changes}
-    query = {"sort": merged["sort"], "order": merged["order"], "family": merged["family"],
-             "baselines": "" if merged["baselines"] else "0",
+    query = {"splits": merged["splits"], "sort": merged["sort"], "order": merged["order"],
+             "family": merged["family"], "baselines": "" if merged["baselines"] else "0",
              "columns": "all" if merged["all_columns"] else ""}
     return "?" + urlencode({k: v for k, v in query.items() if v})
 
@@ -107,17 +120,26 @@ def _query(params: dict, **changes) -> str:
 def board(request, benchmark, protocol=None):
     """A benchmark's leaderboard for one protocol; HTMX sorting and filtering swap the table."""
     benchmark = get_benchmark_for_user(request.user, benchmark)
-    protocol = _protocol_or_404(benchmark, protocol)
+    protocols = board_protocols([benchmark])[benchmark.pk]
+    protocol = _protocol_or_404(benchmark, protocol, protocols)
     params = _board_params(request)
-    lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
-    params.update(sort=lb.sort, order=lb.order)
+    problem = ""
+    try:
+        lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
+    except UnknownCoverage as exc:  # show the default split set and say why
+        problem = f"Unknown split set: {exc}."
+        params["splits"] = ""
+        lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
+    params.update(sort=lb.sort, order=lb.order,
+                  splits=_splits_param(lb))
     headers = []
     for column in lb.columns:
         active = column.key == lb.sort
         default = "desc" if column.higher else "asc"
         flipped = "asc" if lb.order == "desc" else "desc"
         headers.append((column, _query(params, sort=column.key,
-                                       order=flipped if active else default), active))
+                                       order=flipped if active else default), active,
+                        lb.trust.get(column.key)))
     base = reverse("leaderboard:board", args=[benchmark.slug, protocol])
     context = {
         "benchmark": benchmark, "protocol": protocol, "lb": lb, "params": params,
@@ -127,12 +149,24 @@ def board(request, benchmark, protocol=None):
                               else "asc"),
         "family_sort": _query(params, sort="family", order="asc"),
         "scatter": leaderboard_scatter(lb),
+        "pc_chart": leaderboard_pc_chart(lb),
         "export_query": _query(params)[1:],
-        "protocols": benchmark.protocols or ["turn"],
+        "protocols": protocols,
+        "coverage_links": [(c, _query(params, splits=c.param)) for c in lb.other_coverages],
+        "problem": problem,
     }
+    status = 400 if problem else 200
     if request.htmx:
-        return render(request, "leaderboard/_leaderboard_table.html", context)
-    return render(request, "leaderboard/board.html", context)
+        return render(request, "leaderboard/_leaderboard_table.html", context, status=status)
+    return render(request, "leaderboard/board.html", context, status=status)
+
+
+def _splits_param(lb) -> str:
+    """The `splits` parameter naming the leaderboard's coverage ('' when it is the default)."""
+    shown = next((c for c in lb.coverages if c.key == lb.coverage), None)
+    if shown is None or (lb.coverages and lb.coverages[0].key == lb.coverage):
+        return ""
+    return shown.param
 
 
 def board_export(request, benchmark, protocol, fmt):
@@ -144,18 +178,29 @@ def board_export(request, benchmark, protocol, fmt):
     protocol = _protocol_or_404(benchmark, protocol)
     params = _board_params(request)
     params["all_columns"] = request.GET.get("columns", "all") == "all"
-    lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
+    try:
+        lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
+    except UnknownCoverage as exc:
+        return HttpResponseBadRequest(f"Unknown split set: {exc}.",
+                                      content_type="text/plain; charset=utf-8")
     records = leaderboard_export_rows(lb, request.build_absolute_uri("/")[:-1])
-    name = f"leaderboard-{benchmark.slug}-{protocol}"
+    name = f"leaderboard-{benchmark.slug}-{protocol}-{lb.coverage or 'all'}"
     if fmt == "json":
         payload = {"benchmark": benchmark.slug, "benchmark_version": benchmark.version,
-                   "protocol": protocol, "generated_at": timezone.now().isoformat(),
+                   "protocol": protocol, "splits": lb.coverage,
+                   "coverage": "every row was evaluated on exactly these splits; runs on "
+                               "other split sets are ranked on their own leaderboards "
+                               f"({', '.join(c.param for c in lb.other_coverages) or 'none'})",
+                   "generated_at": timezone.now().isoformat(),
                    "ci": "95% studentized cluster interval over dialogues (delete-one-"
                          "dialogue jackknife, t quantile; docs/statistics.md)",
                    "bootstrap": lb.bootstrap,
                    "rank": "1 + number of systems significantly better (paired cluster "
                            "jackknife-t tests, Holm-corrected over all pairs of systems)",
                    "multiple_comparisons": "holm",
+                   "human_agreement": "per metric, its best measured agreement with human "
+                                      "labels on this benchmark (human_* fields): "
+                                      + lb.trust_rule,
                    "rows": records}
         response = JsonResponse(payload, json_dumps_params={"indent": 2})
     else:
@@ -256,7 +301,7 @@ def system_detail(request, slug):
         benchmark, protocol = chosen
         runs = visible_runs(benchmark=benchmark, protocol=protocol, user=request.user,
                             system=system)
-        results = system_results(runs=runs)
+        results = system_results(runs=runs, benchmark=benchmark, user=request.user)
         trace = next((r for r in runs if r.evaluator == SUITE_NAME), None)
         context.update(benchmark=benchmark, protocol=protocol, runs=runs, results=results,
                        radar=system_radar(results), trace_run=trace)
@@ -337,7 +382,8 @@ def _status_context(request, submission, fresh: bool = False) -> dict:
 def submission_detail(request, uuid):
     submission = get_submission_for_user(request.user, uuid)
     return render(request, "leaderboard/submission_detail.html",
-                  _status_context(request, submission))
+                  {**_status_context(request, submission),
+                   "can_evaluate": can_start_llm_runs(request.user)})
 
 
 def submission_status(request, uuid):
@@ -424,7 +470,7 @@ def compare(request):
             run_a, run_b = (Run.objects.get(pk=r.run_id) for r in pair)
             context.update(run_a=run_a, run_b=run_b, pair=pair,
                            **systems_compare(run_a=run_a, run_b=run_b,
-                                             all_metrics=context["all"]))
+                                             all_metrics=context["all"], user=request.user))
     return render(request, "leaderboard/compare.html", context)
 
 
@@ -460,3 +506,58 @@ def api_docs(request):
     """The OpenAPI schema as a page (no JavaScript): every endpoint, its parameters, body and
     answers. The machine-readable schema is at /api/schema/."""
     return render(request, "leaderboard/api_docs.html", {"endpoints": api_endpoints()})
+
+
+# --- arena ratings (issue 15; docs/statistics.md "Arena") ---------------------------------------
+
+
+def _arena_params(request) -> dict:
+    method = request.GET.get("method", "elo")
+    if method not in ARENA_METHODS:
+        raise Http404("Rate by elo or bt.")
+    return {"method": method, "dataset": request.GET.get("dataset", "")[:100],
+            "scenario": request.GET.get("scenario", "")[:200]}
+
+
+def arena_index(request):
+    """The arenas the viewer may see, optionally those of one benchmark."""
+    arenas = arenas_for_user(request.user).select_related("benchmark").order_by("name")
+    benchmark = request.GET.get("benchmark", "")
+    if benchmark:
+        arenas = arenas.filter(benchmark__slug=benchmark)
+    return render(request, "leaderboard/arena_index.html",
+                  {"arenas": arena_vote_counts(arenas), "benchmark": benchmark})
+
+
+def arena_ratings_page(request, slug):
+    """An arena's ratings: table with CIs and rank intervals, a forest chart of the ratings and
+    the pairwise win-rate heatmap; by Elo or Bradley–Terry, filtered by data set or scenario."""
+    arena = get_arena_for_user(request.user, slug)
+    params = _arena_params(request)
+    board = arena_board(arena, **params)
+    query = urlencode({k: v for k, v in params.items() if v})
+    return render(request, "leaderboard/arena_ratings.html",
+                  {"board": board, "arena": arena, "params": params, "export_query": query,
+                   "methods": arena_selectors.METHOD_LABELS,
+                   "rank_note": arena_selectors.RANK_NOTE})
+
+
+def arena_ratings_export(request, slug, fmt):
+    """The page's table as CSV or JSON (filters and method as on the page)."""
+    if fmt not in ("csv", "json"):
+        raise Http404("Export as csv or json.")
+    arena = get_arena_for_user(request.user, slug)
+    board = arena_board(arena, **_arena_params(request))
+    name = f"arena-{arena.slug}-{board.method}"
+    if fmt == "json":
+        response = JsonResponse(arena_board_payload(board), json_dumps_params={"indent": 2})
+    else:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        fields = ["rank", "rank_low", "rank_high", "system", "slug", "rating", "ci_low",
+                  "ci_high", "votes", "wins", "losses", "ties"]
+        writer = csv.DictWriter(response, fieldnames=["arena", "method", *fields])
+        writer.writeheader()
+        writer.writerows({"arena": arena.slug, "method": board.method,
+                          **{k: _csv_safe(row[k]) for k in fields}} for row in board.rows)
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response

@@ -32,6 +32,8 @@ ACCESS = {
     "benchmark_hidden_release": [({"slug": "tiny"}, "post", {
         **dict.fromkeys(PERSONAS, 403), "anonymous": 302, "staff": 302})],
     "job_detail": [({"job_id": 999999}, "get", dict.fromkeys(PERSONAS, 404))],
+    "simulation_cancel": [({"simulation_id": 999999}, "post",
+                           {**dict.fromkeys(PERSONAS, 404), "anonymous": 302})],
     "login": [({}, "get", ALL_200)],
     "logout": [({}, "get", dict.fromkeys(PERSONAS, 405))],
 }
@@ -61,7 +63,8 @@ ACCESS.update({
     "annotation:item_detail": [({**_S, "position": 1}, "get", _OWN_ITEM),
                                ({**_S, "position": 2}, "get", {**_OWN_ITEM, "annotator": 404})],
     "annotation:item_draft": [({**_S, "position": 1}, "post", _OWN_ITEM)],
-    "annotation:item_submit": [({**_S, "position": 1}, "post", {**_OWN_ITEM, "annotator": 400})],
+    # an incomplete submit: 303 to the item page that explains it (post/redirect/get)
+    "annotation:item_submit": [({**_S, "position": 1}, "post", {**_OWN_ITEM, "annotator": 303})],
     "annotation:study_dashboard": [(_S, "get", _AUTHORS)],
     "annotation:study_member_add": [(_S, "post", {**_AUTHORS, "author": 302, "staff": 302})],
     "annotation:study_member_exclude": [({**_S, "member_id": 999999}, "post",
@@ -127,6 +130,14 @@ ACCESS.update({
     "leaderboard:submission_publish": [
         (_PUB, "post", {**_OWNER_WRITES, "researcher": 400, "staff": 400}),
         (_PRIV, "post", {**_OWNER_WRITES_PRIVATE, "researcher": 400, "staff": 400})],
+    "leaderboard:submission_evaluate": [
+        (_PUB, "get", {"anonymous": 302, "outsider": 403, "annotator": 403, "researcher": 403,
+                       "author": 200, "staff": 200}),
+        (_PRIV, "get", {"anonymous": 302, "outsider": 404, "annotator": 404, "researcher": 403,
+                        "author": 404, "staff": 200})],
+    "leaderboard:submission_evaluate_start": [
+        (_PUB, "post", {"anonymous": 302, "outsider": 403, "annotator": 403, "researcher": 403,
+                        "author": 400, "staff": 400})],
     "leaderboard:submission_download": [(_PUB, "get", _OWNER_WRITES),
                                         (_PRIV, "get", _OWNER_WRITES_PRIVATE)],
     "leaderboard:submission_dialogue": [({**_PUB, "dialogue_id": "d1"}, "get", ALL_200),
@@ -151,12 +162,37 @@ ACCESS.update({
         (_PUB, "post", {**_API_WRITES, "anonymous": 401}),
         (_PRIV, "post", {**_API_WRITES, "outsider": 404, "annotator": 404, "author": 404})],
     "leaderboard:api_run": [({"run_id": 999999}, "get", _NONE)],
+    "leaderboard:api_simulations": [({}, "get", ALL_200), ({}, "post", _API_WRITES)],
+    "leaderboard:api_simulation": [({"simulation_id": 999999}, "get", _NONE)],
+    "leaderboard:api_simulation_cancel": [({"simulation_id": 999999}, "post",
+                                           {**_NONE, "anonymous": 401})],
     "leaderboard:api_leaderboard": [({"benchmark": "tiny"}, "get", ALL_200),
                                     ({"benchmark": "nope"}, "get", _NONE)],
+    "leaderboard:arena_index": [({}, "get", ALL_200)],
+    "leaderboard:arena_ratings": [({"slug": "nope"}, "get", _NONE)],
+    "leaderboard:arena_ratings_export": [({"slug": "nope", "fmt": "csv"}, "get", _NONE)],
+    "leaderboard:api_arenas": [({}, "get", ALL_200)],
+    "leaderboard:api_arena_ratings": [({"slug": "nope"}, "get", _NONE)],
     "leaderboard:api_token_obtain": [({}, "get", dict.fromkeys(PERSONAS, 405))],
     "leaderboard:api_schema": [({}, "get", ALL_200)],
     "leaderboard:api_docs": [({}, "get", ALL_200)],
     "leaderboard:api_not_found": [({}, "get", dict.fromkeys(PERSONAS, 404))],
+})
+
+# The arena: anyone may battle (a session is enough); a battle is its session's (or user's) only.
+_NOBODY = dict.fromkeys(PERSONAS, 404)
+_BATTLE = {"uuid": "00000000-0000-4000-8000-000000000000"}
+ACCESS.update({
+    "leaderboard:arena_home": [({"benchmark": "tiny"}, "get", ALL_200),
+                               ({"benchmark": "nope"}, "get", _NOBODY)],
+    "leaderboard:arena_battle_start": [({"benchmark": "tiny"}, "post", _NOBODY),
+                                       ({"benchmark": "tiny"}, "get",
+                                        dict.fromkeys(PERSONAS, 405))],
+    "leaderboard:arena_battle": [(_BATTLE, "get", _NOBODY)],
+    "leaderboard:arena_battle_say": [(_BATTLE, "post", _NOBODY)],
+    "leaderboard:arena_battle_reply": [({**_BATTLE, "index": 0, "side": "a"}, "get", _NOBODY)],
+    "leaderboard:arena_battle_vote": [(_BATTLE, "post", _NOBODY)],
+    "leaderboard:arena_battle_abandon": [(_BATTLE, "post", _NOBODY)],
 })
 
 

@@ -94,3 +94,21 @@ def remaining_for(*, candidates: list[Candidate], done: set[int], gold_rate: flo
     gold_left = sum(c.kind == GOLD for c in fresh)
     gold = min(gold_left, round(short * gold_rate / (1 - gold_rate))) if gold_rate < 1 else 0
     return calibration + short + gold
+
+
+ESTIMATE_MIN_SAMPLE = 5  # own item times needed before they replace the study's figure
+ESTIMATE_WINDOW = 10  # the most recent item times the estimate looks at
+
+
+def seconds_per_item(recent_ms: list[int], default_seconds: float) -> float:
+    """The time one more item will take: the median of the annotator's most recent
+    ESTIMATE_WINDOW focused item times (newest first), once there are ESTIMATE_MIN_SAMPLE of
+    them; before that the study's own figure. A median of a window does not jump when one
+    item took ten minutes (a coffee break) or five seconds (a practice item), as a mean of
+    three did ("about 54 min left", then "about 5 min left")."""
+    times = sorted(ms for ms in recent_ms[:ESTIMATE_WINDOW] if ms > 0)
+    if len(times) < ESTIMATE_MIN_SAMPLE:
+        return float(default_seconds)
+    middle = len(times) // 2
+    median = times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+    return median / 1000

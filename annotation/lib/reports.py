@@ -25,6 +25,7 @@ from annotation.lib.labels import (
     UnitKey,
     system_display,
 )
+from evaluation.lib.metrics.suite import HEADLINE_METRICS, SUITE_NAME
 from evaluation.lib.stats.agreement import (
     AgreementField,
     alpha_with_ci,
@@ -233,7 +234,7 @@ def build_agreement(table: LabelTable, *, snapshot: Mapping | None = None,
         "citation_note": citation_note,
         "blind_recommendation": _recommend(by_field.get(RECOMMEND_FIELD, []),
                                            recommend_gold or {}),
-        "bootstrap": {"n_resamples": n_resamples, "seed": seed, "confidence": 0.95},
+        "interval": {"method": "jackknife_icc_z_t", "resampled": "units", "confidence": 0.95},
     }
 
 
@@ -310,17 +311,22 @@ def _row(score: ScoreSet, aspect: str, subset, correlations: Mapping) -> dict:
 
 def build_correlation(table: LabelTable, scores: Sequence[ScoreSet], *, evaluator: str,
                       by: str = "", groups: Mapping[UnitKey, str] | None = None,
-                      snapshot: Mapping | None = None, with_points: bool = False) -> dict:
+                      snapshot: Mapping | None = None, with_points: bool = False,
+                      keep=None) -> dict:
     """Metric–human correlation of one evaluator: item level per aspect, pooled and per subset,
     system level, and QWK where the metric scores on the human scale.
 
     ``groups`` maps a unit to its subset (``by``, e.g. the source data set); ``with_points``
     adds the joined (metric, human) pairs for the scatter plots (not part of the exports).
+    ``keep(score, field)`` limits the rows computed to those pairs (a page's headline: a row
+    of one (metric, aspect) pair is the same number whichever other pairs are computed);
+    ``pairs`` still lists every pair.
     """
     pairs, by_name = match_aspects(scores, table.fields)
-    human = {spec.name: table.human_means(spec.name) for _, spec in pairs}
+    chosen = pairs if keep is None else [(s, spec) for s, spec in pairs if keep(s, spec)]
+    human = {spec.name: table.human_means(spec.name) for _, spec in chosen}
     item_rows, system_rows, scatter = [], [], []
-    for metric_name, matched in _pooling_groups(pairs, by_name).items():
+    for metric_name, matched in _pooling_groups(chosen, by_name).items():
         metric_map = {spec.name: score.values for score, spec in matched}
         human_map = {spec.name: human[spec.name] for _, spec in matched}
         keys = {key for values in metric_map.values() for key in values}
@@ -355,6 +361,53 @@ def build_correlation(table: LabelTable, scores: Sequence[ScoreSet], *, evaluato
         "system_level": system_rows,
         **({"scatter": scatter} if with_points else {}),
     }
+
+
+TRAINED = ":train"  # the units an evaluator's instructions were optimized on (report_selectors)
+
+
+def is_headline(evaluator: str, metric: str) -> bool:
+    """Whether a metric is one of its evaluator's headline metrics: every metric of an evaluator
+    without a declared headline, the suite's HEADLINE_METRICS otherwise (the rest of the suite
+    are sensitivity variants)."""
+    return evaluator.removesuffix(TRAINED) != SUITE_NAME or metric in HEADLINE_METRICS
+
+
+def pick_aspect(aspects: Sequence[str], wanted: str = "") -> str:
+    """WANTED when it is one of ASPECTS, else the first "overall" one, else the first."""
+    if wanted in aspects:
+        return wanted
+    return next((name for name in aspects if "overall" in name), aspects[0] if aspects else "")
+
+
+def build_correlation_headline(table: LabelTable, scores: Sequence[ScoreSet], *,
+                               evaluator: str, aspect: str = "") -> dict:
+    """``build_correlation`` of the pairs a report page shows first: the headline metrics
+    compared with one aspect (ASPECT, or the default: ``pick_aspect``; every metric of the
+    aspect when none of them is a headline metric), on all units. Adds ``aspect`` (the one
+    chosen) and ``aspects`` (every aspect some metric is compared with)."""
+    pairs, _ = match_aspects(scores, table.fields)
+    aspects = list(dict.fromkeys(spec.name for _, spec in pairs))
+    chosen = pick_aspect(aspects, aspect)
+    metrics = [score.metric for score, spec in pairs if spec.name == chosen]
+    headline = {name for name in metrics if is_headline(evaluator, name)} or set(metrics)
+    report = build_correlation(table, scores, evaluator=evaluator,
+                               keep=lambda score, spec: spec.name == chosen
+                               and score.metric in headline)
+    return {**report, "aspect": chosen, "aspects": aspects}
+
+
+def build_scatter(table: LabelTable, scores: Sequence[ScoreSet], *, aspect: str,
+                  metrics: Sequence[str] | None = None,
+                  groups: Mapping[UnitKey, str] | None = None) -> list[dict]:
+    """The scatter points and sample-efficiency curve of each metric compared with ASPECT
+    (only METRICS when given): exactly what ``build_correlation(with_points=True)`` returns
+    for those pairs, computed for them alone."""
+    pairs, _ = match_aspects(scores, table.fields)
+    chosen = [(score, spec) for score, spec in pairs if spec.name == aspect
+              and (metrics is None or score.metric in metrics)]
+    human = table.human_means(aspect) if chosen else {}
+    return [_points(score, spec, human, groups) for score, spec in chosen]
 
 
 def _pooling_groups(pairs, by_name: bool) -> dict[str, list]:

@@ -23,6 +23,7 @@ from ..models import (
     StudyMember,
 )
 from ..selectors import item_layout
+from .validation import study_validations_refresh_enqueue
 
 
 def draft_save(*, assignment: Assignment, data: Mapping, focused_ms: int = 0) -> Draft:
@@ -92,6 +93,8 @@ def annotation_submit(*, assignment: Assignment, data: Mapping, focused_ms: int 
             counted = [label.values for label in labels if label.annotator_id not in excluded]
             counted += [] if assignment.member.excluded else [parsed.values]
             _maybe_extend_for_tie(item, study, counted)
+    if item.kind == StudyItem.Kind.NORMAL:  # the labels behind the trust column changed
+        study_validations_refresh_enqueue(study=study, soon=True)
     return SubmitResult(annotation, [], created=mine is None, changed=mine is not None)
 
 

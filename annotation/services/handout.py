@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
-from statistics import mean
 
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Subquery
@@ -48,9 +47,12 @@ def _candidates(study: Study, member: StudyMember) -> list[handout.Candidate]:
 
 
 def _estimate_seconds(member: StudyMember, study: Study) -> float:
-    times = [ms for ms in member.assignments.filter(status=Assignment.Status.SUBMITTED)
-             .values_list("focused_ms", flat=True) if ms > 0]
-    return mean(times) / 1000 if len(times) >= 3 else float(study.seconds_per_item)
+    """The median of the annotator's recent item times (annotation/lib/handout.py)."""
+    recent = list(member.assignments.filter(status=Assignment.Status.SUBMITTED,
+                                            item__kind=StudyItem.Kind.NORMAL, focused_ms__gt=0)
+                  .order_by("-submitted_at", "-position")
+                  .values_list("focused_ms", flat=True)[:handout.ESTIMATE_WINDOW])
+    return handout.seconds_per_item(recent, study.seconds_per_item)
 
 
 def assignment_next(*, member: StudyMember, now=None) -> Assignment | None:

@@ -14,6 +14,7 @@ from ..models import (
     Study,
     StudyMember,
 )
+from .validation import study_validations_refresh_enqueue
 
 
 def study_member_add(*, study: Study, user) -> StudyMember:
@@ -39,3 +40,4 @@ def study_member_set_excluded(*, member: StudyMember, excluded: bool, reason: st
     member.exclusion_reason = reason.strip()[:300] if excluded else ""
     member.excluded_at = timezone.now() if excluded else None
     member.save(update_fields=["excluded", "exclusion_reason", "excluded_at"])
+    study_validations_refresh_enqueue(study=member.study)

@@ -101,6 +101,19 @@ def diverging_colour(value: float | None) -> str:
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 
+def win_rate_colour(value: float | None) -> str:
+    """Fill for a share in [0, 1]: white at ½, blue above, red below."""
+    return diverging_colour(None if value is None else 2.0 * value - 1.0)
+
+
+def _is_dark(fill: str) -> bool:
+    """White text on this fill: a diverging colour at least 60% of the way to full blue or red
+    (its weakest channel has dropped by 0.6 × ~218 from white)."""
+    if not fill.startswith("#") or len(fill) != 7:
+        return False
+    return min(int(fill[i:i + 2], 16) for i in (1, 3, 5)) <= 124.5
+
+
 def _plot(left: float, right: float, top: float, bottom: float) -> dict:
     return {"left": left, "right": right, "top": top, "bottom": bottom}
 
@@ -206,6 +219,40 @@ def curve(points: Sequence[tuple[Any, float | None, float | None, float | None]]
     }
 
 
+def turn_lines(series: Sequence[tuple[str, Sequence[float | None]]], *, y_label: str,
+               x_label: str = "turn t", width: int = 640, height: int = 280,
+               margins: tuple[int, int, int, int] = (52, 170, 12, 44)) -> dict:
+    """Several series over turns 1, 2, … (PEPPER Fig. 3: PC_t per system): (label, values at
+    t = 1..len), None where undefined. x is the turn number, so series of different lengths
+    share one axis; y runs from 0 to a round value above the largest one (at most 1, a share).
+    Series i is drawn in PALETTE[i mod len(PALETTE)]; the legend sits right of the plot."""
+    left, right, top, bottom = margins[0], width - margins[1], margins[2], height - margins[3]
+    last = max((len(values) for _, values in series), default=1)
+    sx = linear(1, last, left, right) if last > 1 else (lambda _: (left + right) / 2)
+    highest = max([v for _, values in series for v in values if v is not None] or [0.0])
+    ticks = nice_ticks(0.0, max(highest, 0.1) * 1.05, 4)  # all zeros: 0 … 0.1
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 0.1
+    top_value = math.ceil(max(highest, 0.1) / step - 1e-9) * step  # a round value ≥ highest
+    top_value = min(1.0, top_value) if highest <= 1.0 else top_value
+    sy = linear(0.0, top_value, bottom, top)
+    lines = []
+    for i, (label, values) in enumerate(series):
+        points = [{"turn": t, "value": v, "x": round(sx(t), 1), "y": round(sy(v), 1)}
+                  for t, v in enumerate(values, start=1) if v is not None]
+        lines.append({"label": label, "colour": PALETTE[i % len(PALETTE)], "points": points,
+                      "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
+                      "legend_y": top + 8 + 16 * i,
+                      "final": points[-1]["value"] if points else None})
+    turns = [t for t in nice_ticks(1, last, min(last - 1, 8) or 1) if float(t).is_integer()]
+    return {
+        "width": width, "height": height, "plot": _plot(left, right, top, bottom),
+        "lines": lines, "legend_x": right + 14,
+        "x_ticks": [(round(sx(t), 1), str(int(t))) for t in (turns or [1])],
+        "y_ticks": axis_ticks(0.0, top_value, sy, count=4),
+        "x_label": x_label, "y_label": y_label,
+    }
+
+
 # "At least three" is drawn first (dashed) so that "all four", on top, stays visible where the
 # two coincide.
 AGREEMENT_SERIES = (("major_agree", "at least three agree"), ("all_agree", "all four roles agree"))
@@ -245,9 +292,13 @@ def agreement_chart(rows: Sequence[Mapping[str, Any]], *, width: int = 420, heig
 
 def heatmap(labels: Sequence[str], values: Sequence[Sequence[float | None]],
             counts: Sequence[Sequence[int]] | None = None, *, cell: int = 30,
-            label_width: int = 170, label_height: int = 130) -> dict:
-    """Cells of a square correlation matrix (Kendall τ_b) with row labels on the left and
-    column labels on top."""
+            label_width: int = 170, label_height: int = 130,
+            colour: Callable[[float | None], str] | None = None,
+            value_label: str = "τ_b") -> dict:
+    """Cells of a square matrix with row labels on the left and column labels on top: a
+    correlation matrix (Kendall τ_b, the default colours), or e.g. pairwise win rates with
+    ``colour=win_rate_colour``."""
+    colour = colour or diverging_colour
     size = len(labels)
     cells = []
     for i in range(size):
@@ -255,15 +306,16 @@ def heatmap(labels: Sequence[str], values: Sequence[Sequence[float | None]],
             value = values[i][j]
             n = counts[i][j] if counts else None
             text = "" if value is None else f"{value:.2f}".replace("0.", ".", 1)
-            strong = value is not None and abs(value) >= 0.6
+            fill = colour(value)
+            strong = value is not None and _is_dark(fill)
             cells.append({
                 "x": label_width + j * cell, "y": label_height + i * cell, "size": cell - 1,
-                "fill": diverging_colour(value), "text": text,
+                "fill": fill, "text": text,
                 "text_x": label_width + j * cell + cell / 2,
                 "text_y": label_height + i * cell + cell / 2 + 4,
                 "text_fill": "#ffffff" if strong else "#111827",
                 "title": f"{labels[i]} × {labels[j]}: "
-                         + ("undefined" if value is None else f"τ_b = {value:.3f}")
+                         + ("undefined" if value is None else f"{value_label} = {value:.3f}")
                          + (f" (n = {n})" if n is not None else ""),
             })
     return {
@@ -362,13 +414,19 @@ def grouped_bars(groups: Sequence[str],
 
 
 def forest(rows: Sequence[tuple[str, float | None, float | None, float | None, bool]], *,
-           width: int = 620, row_height: int = 24) -> dict:
+           width: int = 620, row_height: int = 24, centre: float | None = None,
+           digits: int = 3) -> dict:
     """Paired differences (label, difference, ci_low, ci_high, significant) on one symmetric
-    scale around 0, one row each."""
+    scale around 0, one row each. With ``centre`` the rows are values minus ``centre`` (e.g.
+    arena ratings around 1000) and labels show the values themselves with ``digits`` decimals."""
     left, right, top = 150, width - 20, 22
     reach = max([abs(v) for _, d, lo, hi, _ in rows for v in (d, lo, hi) if v is not None]
                 or [0.05]) * 1.1
     sx = linear(-reach, reach, left, right)
+
+    def text(value: float) -> str:
+        return f"{value:+.{digits}f}" if centre is None else f"{centre + value:.{digits}f}"
+
     marks = []
     for i, (label, difference, low, high, significant) in enumerate(rows):
         y = top + i * row_height + row_height / 2
@@ -378,12 +436,17 @@ def forest(rows: Sequence[tuple[str, float | None, float | None, float | None, b
                       "x1": round(sx(low if low is not None else difference), 1),
                       "x2": round(sx(high if high is not None else difference), 1),
                       "significant": significant,
-                      "title": f"{label}: {difference:+.3f}"
-                               + (f" [{low:+.3f}, {high:+.3f}]" if low is not None else "")})
+                      "title": f"{label}: {text(difference)}"
+                               + (f" [{text(low)}, {text(high)}]" if low is not None else "")})
     height = top + len(rows) * row_height + 26
+    ticks = nice_ticks(-reach, reach, 5)
+    if centre is None:
+        tick_text = [f"{t:+.2f}" if t else "0" for t in ticks]
+    else:
+        tick_text = [f"{centre + t:.{max(0, digits)}f}" for t in ticks]
     return {"width": width, "height": height, "left": left, "right": right, "top": top,
             "zero": round(sx(0.0), 1), "bottom": height - 22, "marks": marks,
             "labels": [{"y": round(top + i * row_height + row_height / 2 + 4, 1),
                         "text": row[0]} for i, row in enumerate(rows)],
-            "ticks": [(round(sx(t), 1), f"{t:+.2f}" if t else "0")
-                      for t in nice_ticks(-reach, reach, 5)]}
+            "ticks": [(round(sx(t), 1), label) for t, label in zip(ticks, tick_text,
+                                                                     strict=True)]}

@@ -2,8 +2,8 @@
 
 Concord needs a benchmark it can load on a fresh machine without any licensed data, so that the
 demo site, the reference baselines and the evaluators all have something realistic to chew on.
-This module builds one from a seed, following the dialogue construction of the Trace paper (seed
-004, §2.1-2.2 and Appendices G-I): a tourism catalogue of restaurants, hotels and attractions in
+This module builds one from a seed, following the dialogue construction of the Trace paper
+(§2.1-2.2 and Appendices G-I): a tourism catalogue of restaurants, hotels and attractions in
 several U.S. cities, reviews that talk about concrete aspects, and multi-turn dialogues in which a
 persona states constraints, rejects a plausible first suggestion with a reason (reject_and_refine)
 and receives a recommendation that is justified by verbatim review quotes with ``[Rn]`` labels.
@@ -33,9 +33,11 @@ order or clock is involved, so the same seed always yields the same bundle.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 ITEMS_PER_CITY_TYPE = 40
 POOL_SIZE = 8
@@ -56,675 +58,76 @@ BUDGET_PRICE_RANGE = {
 }
 
 # --------------------------------------------------------------------------------------------
-# Catalogue vocabulary
+# Vocabulary: the word lists live in demo_vocabulary.json beside this module (data, not code).
+# What the lists must keep true (each is relied on by the design decisions in the docstring):
+# - cities: real neighbourhood centres (approximate), so spatial metrics see realistic distances;
+# - cuisines / hotel_kinds / attraction_kinds: ``word`` is how users AND reviewers name the
+#   category, i.e. shared vocabulary a lexical retriever can match;
+# - aspect_rate: share of items with each aspect when the kind does not decide it; kind_aspects:
+#   aspects fixed by the kind of place (a hostel has no pool, a walking tour is outdoors);
+# - sentences: review sentences tagged with the feature they attest (keyed by feature, then item
+#   type, price level or ``*`` for any), so quotes can be picked for exactly the constraint a
+#   system turn justifies;
+# - absent_hints: hints that an aspect is missing, phrased WITHOUT the aspect's keyword, because
+#   reviewers rarely name what is absent and a keyword would make a lexical retriever reward it;
+# - personas: archetypes after Trace Appendix I (an introduction and the constraints it implies);
+#   solo_personas speak in the first person singular (see _voice).
+# JSON has no tuples or non-string keys: lists come back as tuples, ``price_phrases`` keys as
+# ints, and ``sentences`` as the (feature, qualifier) table the generator indexes.
 # --------------------------------------------------------------------------------------------
 
-# Real neighbourhood centres (approximate) so that spatial metrics see realistic distances.
-CITIES = (
-    {
-        "code": "phl",
-        "name": "Philadelphia",
-        "view": "skyline",
-        "neighborhoods": (
-            ("Old City", 39.9515, -75.1445),
-            ("Society Hill", 39.9443, -75.1493),
-            ("Rittenhouse", 39.9496, -75.1718),
-            ("Chinatown", 39.9557, -75.1546),
-            ("Fishtown", 39.9717, -75.1340),
-            ("Northern Liberties", 39.9642, -75.1420),
-            ("East Passyunk", 39.9291, -75.1649),
-            ("Fairmount", 39.9671, -75.1723),
-        ),
-        "cuisines": (
-            "Italian", "Mexican", "Japanese", "Seafood", "Vegan",
-            "Indian", "French", "Vietnamese", "Breakfast & Brunch", "Mediterranean",
-        ),
-        "name_words": ("Liberty", "Keystone", "Franklin", "Penn", "Delaware", "Bell", "Quaker"),
-    },
-    {
-        "code": "nol",
-        "name": "New Orleans",
-        "view": "river",
-        "neighborhoods": (
-            ("French Quarter", 29.9584, -90.0644),
-            ("Marigny", 29.9640, -90.0570),
-            ("Bywater", 29.9630, -90.0410),
-            ("Warehouse District", 29.9445, -90.0690),
-            ("Central Business District", 29.9505, -90.0720),
-            ("Garden District", 29.9285, -90.0850),
-            ("Treme", 29.9655, -90.0720),
-            ("Mid-City", 29.9725, -90.0930),
-        ),
-        "cuisines": (
-            "Cajun/Creole", "Seafood", "Italian", "Vietnamese", "French",
-            "Mexican", "Vegan", "BBQ", "Breakfast & Brunch", "Thai",
-        ),
-        "name_words": ("Bayou", "Crescent", "Pelican", "Cypress", "Levee", "Jasmine", "Esplanade"),
-    },
-    {
-        "code": "tus",
-        "name": "Tucson",
-        "view": "mountain",
-        "neighborhoods": (
-            ("Downtown", 32.2217, -110.9720),
-            ("Fourth Avenue", 32.2290, -110.9630),
-            ("University", 32.2319, -110.9501),
-            ("Armory Park", 32.2165, -110.9665),
-            ("Barrio Viejo", 32.2135, -110.9735),
-            ("El Presidio", 32.2240, -110.9745),
-            ("Sam Hughes", 32.2360, -110.9390),
-            ("Menlo Park", 32.2220, -110.9870),
-        ),
-        "cuisines": (
-            "Mexican", "BBQ", "Italian", "Vegan", "Japanese",
-            "Thai", "Steakhouse", "Breakfast & Brunch", "Mediterranean", "Indian",
-        ),
-        "name_words": ("Saguaro", "Ocotillo", "Sonoran", "Catalina", "Mesquite", "Javelina"),
-    },
-)
 
-NAME_WORDS = (
-    "Magnolia", "Copper", "Juniper", "Harbor", "Lantern", "Willow", "Saffron", "Cedar",
-    "Marigold", "Sparrow", "Indigo", "Olive", "Bluebird", "Ember", "Hazel", "Maple", "Pearl",
-    "Quince", "Raven", "Thistle", "Clover", "Amber", "Birch", "Coral", "Driftwood", "Fern",
-    "Garnet", "Heron", "Ivy", "Jasper", "Laurel", "Orchid", "Poppy", "Sycamore", "Wren",
-    "Zinnia", "Anchor", "Beacon", "Compass", "Lark", "Rowan", "Tansy", "Larkspur", "Sorrel",
-)
+def _tuples(value):
+    if isinstance(value, dict):
+        return {key: _tuples(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return tuple(_tuples(item) for item in value)
+    return value
 
-# word: how users and reviewers name the category (it must be shared vocabulary, see docstring).
-CUISINES = {
-    "Italian": {
-        "word": "Italian food", "cats": ("Italian", "Pasta Shops"), "price": (2, 4),
-        "dishes": ("handmade pappardelle", "cacio e pepe", "burrata", "tiramisu",
-                   "veal meatballs", "wood-fired margherita"),
-        "names": ("Trattoria {w}", "{w} Osteria", "Cucina {w}"),
-    },
-    "Mexican": {
-        "word": "Mexican food", "cats": ("Mexican", "Tacos"), "price": (1, 3),
-        "dishes": ("carnitas tacos", "mole poblano", "street corn", "carne asada",
-                   "chile relleno", "tamales"),
-        "names": ("Taqueria {w}", "{w} Cantina", "Cocina {w}"),
-    },
-    "Thai": {
-        "word": "Thai food", "cats": ("Thai",), "price": (1, 3),
-        "dishes": ("khao soi", "green curry", "pad see ew", "papaya salad", "mango sticky rice"),
-        "names": ("{w} Thai Kitchen", "Baan {w}"),
-    },
-    "Japanese": {
-        "word": "sushi", "cats": ("Japanese", "Sushi Bars"), "price": (2, 4),
-        "dishes": ("omakase", "spicy tuna roll", "tonkotsu ramen", "yellowtail crudo",
-                   "chicken karaage"),
-        "names": ("{w} Sushi", "Izakaya {w}"),
-    },
-    "Cajun/Creole": {
-        "word": "Cajun food", "cats": ("Cajun/Creole", "Southern"), "price": (1, 4),
-        "dishes": ("seafood gumbo", "crawfish etouffee", "shrimp and grits", "jambalaya",
-                   "red beans and rice", "fried oyster po-boy"),
-        "names": ("{w} Creole Kitchen", "{w} Cajun House"),
-    },
-    "Seafood": {
-        "word": "seafood", "cats": ("Seafood",), "price": (2, 4),
-        "dishes": ("crab cakes", "raw oysters", "grilled redfish", "lobster roll",
-                   "shrimp cocktail"),
-        "names": ("{w} Oyster Bar", "{w} Fish House"),
-    },
-    "Vegan": {
-        "word": "vegan food", "cats": ("Vegan", "Vegetarian"), "price": (1, 3),
-        "dishes": ("jackfruit tacos", "cashew mac and cheese", "grain bowl",
-                   "cauliflower wings", "beet burger"),
-        "names": ("{w} Greens", "{w} Plant Kitchen"),
-    },
-    "Indian": {
-        "word": "Indian food", "cats": ("Indian",), "price": (1, 3),
-        "dishes": ("chicken tikka masala", "saag paneer", "garlic naan", "lamb biryani",
-                   "samosa chaat"),
-        "names": ("{w} Tandoor", "{w} Curry House"),
-    },
-    "BBQ": {
-        "word": "barbecue", "cats": ("BBQ", "Smokehouse"), "price": (1, 3),
-        "dishes": ("smoked brisket", "pulled pork", "burnt ends", "baby back ribs",
-                   "jalapeno cornbread"),
-        "names": ("{w} Smokehouse", "{w} Pit BBQ"),
-    },
-    "French": {
-        "word": "French food", "cats": ("French", "Brasseries"), "price": (2, 4),
-        "dishes": ("steak frites", "duck confit", "onion soup", "escargot", "creme brulee"),
-        "names": ("Brasserie {w}", "Bistro {w}"),
-    },
-    "Vietnamese": {
-        "word": "Vietnamese food", "cats": ("Vietnamese", "Noodles"), "price": (1, 2),
-        "dishes": ("beef pho", "banh mi", "fresh spring rolls", "bun cha", "lemongrass chicken"),
-        "names": ("Pho {w}", "{w} Noodle House"),
-    },
-    "Breakfast & Brunch": {
-        "word": "brunch", "cats": ("Breakfast & Brunch", "Cafes"), "price": (1, 3),
-        "dishes": ("ricotta pancakes", "eggs benedict", "chicken and waffles",
-                   "breakfast burrito", "cinnamon roll"),
-        "names": ("{w} Griddle", "{w} Brunch House"),
-    },
-    "Mediterranean": {
-        "word": "Mediterranean food", "cats": ("Mediterranean", "Middle Eastern"),
-        "price": (1, 3),
-        "dishes": ("falafel plate", "lamb kofta", "whipped hummus", "shakshuka",
-                   "grilled halloumi"),
-        "names": ("{w} Mezze", "{w} Taverna"),
-    },
-    "Steakhouse": {
-        "word": "steak", "cats": ("Steakhouse",), "price": (3, 4),
-        "dishes": ("dry-aged ribeye", "filet mignon", "creamed spinach", "wedge salad"),
-        "names": ("{w} Chophouse", "{w} Steakhouse"),
-    },
-}
 
-HOTEL_KINDS = {
-    "Boutique Hotel": {
-        "word": "boutique hotel", "price": (2, 4),
-        "highlights": ("the rooftop bar", "the stylish lobby", "the record player in the room"),
-        "names": ("The {w} Hotel", "Hotel {w}"),
-    },
-    "Bed & Breakfast": {
-        "word": "bed and breakfast", "price": (2, 3),
-        "highlights": ("the homemade scones", "the innkeepers", "the wraparound porch"),
-        "names": ("{w} House Bed & Breakfast", "{w} Cottage B&B"),
-    },
-    "Business Hotel": {
-        "word": "business hotel", "price": (2, 3),
-        "highlights": ("the business center", "the meeting rooms", "the big work desk"),
-        "names": ("{w} Plaza Hotel", "{w} Executive Hotel"),
-    },
-    "Historic Inn": {
-        "word": "historic inn", "price": (2, 3),
-        "highlights": ("the old brick fireplaces", "the antique furniture", "the courtyard"),
-        "names": ("The Old {w} Inn", "{w} Tavern Inn"),
-    },
-    "Hostel": {
-        "word": "hostel", "price": (1, 1),
-        "highlights": ("the shared kitchen", "the common room", "the bunk curtains"),
-        "names": ("{w} Hostel", "{w} Backpackers"),
-    },
-    "Resort & Spa": {
-        "word": "resort", "price": (3, 4),
-        "highlights": ("the spa", "the hot stone massage", "the cabanas"),
-        "names": ("{w} Resort & Spa", "{w} Springs Resort"),
-    },
-    "Extended Stay": {
-        "word": "extended-stay hotel", "price": (2, 2),
-        "highlights": ("the full kitchen", "the in-room laundry", "the separate living area"),
-        "names": ("{w} Suites", "{w} Residences"),
-    },
-    "Luxury Hotel": {
-        "word": "luxury hotel", "price": (4, 4),
-        "highlights": ("the marble bathroom", "the turndown service", "the concierge"),
-        "names": ("The {w} Grand", "{w} Royal Hotel"),
-    },
-}
+def _qualifier(key: str):
+    return None if key == "*" else int(key) if key.isdigit() else key
 
-ATTRACTION_KINDS = {
-    "Museum": {
-        "word": "museum", "price": (1, 3), "cats": ("Museums", "Arts & Entertainment"),
-        "highlights": ("the main gallery", "the interactive exhibits", "the special exhibition"),
-        "names": ("{w} Museum of History", "The {w} Museum"),
-    },
-    "Art Gallery": {
-        "word": "art gallery", "price": (1, 2), "cats": ("Art Galleries", "Arts & Entertainment"),
-        "highlights": ("the local painters", "the rotating shows", "the sculpture room"),
-        "names": ("{w} Gallery", "{w} Art Space"),
-    },
-    "Park": {
-        "word": "park", "price": (1, 1), "cats": ("Parks", "Active Life"),
-        "highlights": ("the shaded trails", "the big lawn", "the duck pond"),
-        "names": ("{w} Park", "{w} Commons"),
-    },
-    "Historic Site": {
-        "word": "historic site", "price": (1, 3), "cats": ("Landmarks & Historical Buildings",),
-        "highlights": ("the restored rooms", "the original staircase", "the old chapel"),
-        "names": ("Old {w} House", "{w} Hall"),
-    },
-    "Botanical Garden": {
-        "word": "botanical garden", "price": (1, 3), "cats": ("Botanical Gardens",),
-        "highlights": ("the butterfly house", "the koi pond", "the rose garden"),
-        "names": ("{w} Botanical Garden", "{w} Gardens"),
-    },
-    "Walking Tour": {
-        "word": "walking tour", "price": (2, 3), "cats": ("Walking Tours", "Tours"),
-        "highlights": ("the hidden courtyards", "the ghost stories", "the local legends"),
-        "names": ("{w} Walking Tours", "{w} Story Walks"),
-    },
-    "Market": {
-        "word": "market", "price": (1, 2), "cats": ("Public Markets", "Shopping"),
-        "highlights": ("the food stalls", "the local crafts", "the fresh produce"),
-        "names": ("{w} Market", "{w} Street Market"),
-    },
-    "Live Music Venue": {
-        "word": "live music venue", "price": (2, 4), "cats": ("Music Venues", "Nightlife"),
-        "highlights": ("the house band", "the jazz sets", "the great acoustics"),
-        "names": ("{w} Music Hall", "The {w} Room"),
-    },
-}
 
-ASPECTS = {
-    "restaurant": ("outdoor_seating", "wifi", "parking", "vegan_options", "family_friendly",
-                   "romantic"),
-    "hotel": ("wifi", "parking", "breakfast_included", "pool", "pet_friendly", "fitness_center",
-              "family_friendly", "views"),
-    "attraction": ("family_friendly", "parking", "outdoor", "guided_tours",
-                   "wheelchair_accessible", "views"),
-}
-
-# Share of items that have each aspect when the kind does not decide it.
-ASPECT_RATE = {
-    "outdoor_seating": 0.45, "wifi": 0.45, "parking": 0.45, "vegan_options": 0.35,
-    "family_friendly": 0.45, "romantic": 0.35, "breakfast_included": 0.40, "pool": 0.35,
-    "pet_friendly": 0.35, "fitness_center": 0.45, "views": 0.35, "outdoor": 0.5,
-    "guided_tours": 0.35, "wheelchair_accessible": 0.5,
-}
-
-# Aspects fixed by the kind of place (a hostel has no pool, a walking tour is outdoors).
-KIND_ASPECTS = {
-    "Vegan": {"vegan_options": True},
-    "Steakhouse": {"family_friendly": False},
-    "Bed & Breakfast": {"breakfast_included": True, "pool": False},
-    "Business Hotel": {"wifi": True},
-    "Hostel": {"pool": False, "pet_friendly": False, "family_friendly": False,
-               "fitness_center": False},
-    "Resort & Spa": {"pool": True, "fitness_center": True},
-    "Extended Stay": {"wifi": True},
-    "Luxury Hotel": {"fitness_center": True},
-    "Museum": {"outdoor": False, "wheelchair_accessible": True},
-    "Art Gallery": {"outdoor": False},
-    "Park": {"outdoor": True},
-    "Botanical Garden": {"outdoor": True},
-    "Walking Tour": {"outdoor": True, "guided_tours": True, "parking": False},
-    "Live Music Venue": {"outdoor": False, "family_friendly": False},
-}
-
-NOISE_WEIGHTS = {
-    "restaurant": (0.3, 0.4, 0.3),
-    "hotel": (0.45, 0.4, 0.15),
-    "attraction": (0.35, 0.45, 0.2),
-}
-KIND_NOISE = {"Hostel": "loud", "Live Music Venue": "loud", "Botanical Garden": "quiet",
-              "Resort & Spa": "quiet"}
-
-ASPECT_PHRASES = {  # used in item descriptions
-    "outdoor_seating": "outdoor seating", "wifi": "free wifi", "parking": "parking",
-    "vegan_options": "vegan options", "family_friendly": "a family-friendly welcome",
-    "romantic": "a romantic setting", "breakfast_included": "breakfast included",
-    "pool": "a pool", "pet_friendly": "pet-friendly rooms", "fitness_center": "a fitness center",
-    "views": "great views", "outdoor": "plenty of time outdoors",
-    "guided_tours": "guided tours", "wheelchair_accessible": "wheelchair accessible paths",
-}
-PRICE_PHRASES = {1: "cheap", 2: "affordable", 3: "moderately priced", 4: "upscale"}
-NOISE_PHRASES = {"quiet": "quiet and cozy", "moderate": "comfortably busy",
-                 "loud": "lively and loud"}
-
-# --------------------------------------------------------------------------------------------
-# Review vocabulary: sentences are tagged with the feature they attest, so that quotes can be
-# picked for exactly the constraint a system turn is justifying.
-# --------------------------------------------------------------------------------------------
-
-PRAISE = ("incredible", "outstanding", "excellent", "fantastic", "really special", "top notch",
-          "superb", "memorable")
-CHARM = ("charming", "lovely", "well-run", "stylish", "welcoming", "delightful")
-STAFF_ADJ = ("friendly", "attentive", "warm", "helpful", "welcoming", "knowledgeable", "kind",
-             "patient")
-
-SENTENCES = {
-    ("category", "restaurant"): (
-        "The {dish} hit the spot.",
-        "We shared the {dish} and the {dish2}, and both were {praise}.",
-        "Best {word} I have had in {city}, especially the {dish}.",
-        "Order the {dish}, you will thank me later.",
-        "Come for the {dish} alone.",
-        "I still think about the {dish}.",
-        "Everything from the {dish} to the {dish2} was {praise}.",
-        "Honest {word}, and I would fly back for the {dish}.",
-    ),
-    ("category", "hotel"): (
-        "As {kind_a} goes, this one is {praise}.",
-        "We loved {hl}.",
-        "{hl} made our stay.",
-        "One of the best {kinds} in {city}, and {hl} is a big reason why.",
-        "A {charm} {kind} with {hl} and {hl2}.",
-    ),
-    ("category", "attraction"): (
-        "As {kind_a} goes, this one is {praise}.",
-        "We loved {hl}.",
-        "Do not miss {hl}.",
-        "One of the best {kinds} in {city}.",
-        "A {charm} {kind}, and {hl} stole the show.",
-        "Make time for {hl} and {hl2}.",
-    ),
-    ("price", 1): (
-        "Cheap and cheerful, and great value.",
-        "Very cheap for the quality you get.",
-        "Prices are cheap, which is rare in {city}.",
-        "Cheap, and worth every cent.",
-    ),
-    ("price", 2): (
-        "Affordable for {city}, and good value.",
-        "Reasonable, affordable prices.",
-        "Affordable without feeling like a compromise.",
-        "The prices are affordable and fair.",
-    ),
-    ("price", 3): (
-        "Moderately priced, but worth it.",
-        "Mid-range prices, fair for what you get.",
-        "Prices are moderate for the area.",
-        "A moderate price for this quality.",
-    ),
-    ("price", 4): (
-        "Upscale and pricey, but a worthy splurge.",
-        "A luxury experience from start to finish.",
-        "Definitely upscale, so save it for a special night.",
-        "Expensive, but the luxury shows in every detail.",
-    ),
-    ("location", None): (
-        "Great location in {nb}, an easy walk to everything.",
-        "Right in the heart of {nb}.",
-        "A perfect base for exploring {nb}.",
-        "Tucked away on a side street in {nb}.",
-        "Easy to find in {nb}, close to the main sights.",
-    ),
-    ("staff", "restaurant"): (
-        "Our server was {staff} and {staff2}.",
-        "The staff were {staff} from start to finish.",
-        "Everyone working there was {staff}.",
-    ),
-    ("staff", None): (
-        "The staff were {staff} and {staff2}.",
-        "Staff were {staff} from start to finish.",
-        "Everyone working there was {staff}.",
-    ),
-    ("quiet", "restaurant"): (
-        "It was quiet enough to hold a real conversation.",
-        "A calm, quiet dining room with a cozy feel.",
-        "Quiet and cozy, even on a Friday night.",
-    ),
-    ("quiet", "hotel"): (
-        "The room was quiet and we slept soundly.",
-        "Quiet hallways and a cozy room.",
-        "Very quiet at night, a rare thing in a city.",
-    ),
-    ("quiet", "attraction"): (
-        "Quiet and peaceful, even at midday.",
-        "A calm, quiet place to slow down.",
-        "It stays quiet, so you can take your time.",
-    ),
-    ("lively", "restaurant"): (
-        "Loud and lively, with a great buzz.",
-        "The room gets loud, but the energy is fun.",
-        "Lively crowd and loud music on weekends.",
-    ),
-    ("lively", "hotel"): (
-        "The lobby bar is lively and loud until late.",
-        "A lively, social place with a loud bar.",
-    ),
-    ("lively", "attraction"): (
-        "Loud, lively, and a lot of fun.",
-        "The crowd was lively and the energy was high.",
-    ),
-    ("hum", None): (
-        "There was a pleasant hum of conversation.",
-        "Busy but comfortable.",
-    ),
-    ("outdoor_seating", None): (
-        "We sat on the patio, and the outdoor seating is lovely.",
-        "Grab a table outside, the outdoor seating is shaded.",
-        "Loved eating outside on their patio.",
-        "The outdoor seating is perfect on a warm evening.",
-    ),
-    ("wifi", "restaurant"): (
-        "Free wifi that actually works.",
-        "The wifi was fast enough to catch up on email.",
-    ),
-    ("wifi", None): (
-        "The wifi was fast enough for video calls.",
-        "Strong wifi in every room.",
-        "Free wifi that actually works.",
-    ),
-    ("parking", None): (
-        "Parking was easy, with a lot right next door.",
-        "Free parking out back, which is rare around here.",
-        "There is a small parking lot, so no circling the block.",
-        "On-site parking made arriving by car simple.",
-    ),
-    ("vegan_options", None): (
-        "Plenty of vegan options on the menu.",
-        "The menu marks the vegan dishes clearly.",
-        "Great vegan choices, not just a sad salad.",
-        "My vegan friend had lots to choose from.",
-    ),
-    ("family_friendly", "restaurant"): (
-        "Very family-friendly, and the kids menu kept ours happy.",
-        "Family-friendly staff brought crayons for the kids.",
-    ),
-    ("family_friendly", "hotel"): (
-        "Family-friendly, with cribs and a kids corner.",
-        "Our kids loved it, very family-friendly.",
-    ),
-    ("family_friendly", "attraction"): (
-        "Great for kids and very family-friendly.",
-        "Family-friendly, and our kids did not want to leave.",
-    ),
-    ("romantic", None): (
-        "Candlelit and romantic, perfect for date night.",
-        "A romantic spot for an anniversary dinner.",
-        "Dim lights and a romantic mood.",
-    ),
-    ("breakfast_included", None): (
-        "Breakfast was included and the pastries were fresh.",
-        "The free breakfast had eggs, fruit and good coffee.",
-        "Included breakfast saved us time every morning.",
-    ),
-    ("pool", None): (
-        "The pool was clean and never crowded.",
-        "We spent a lazy afternoon at the pool.",
-        "The heated pool was a hit.",
-    ),
-    ("pet_friendly", None): (
-        "Pet-friendly, and they had treats for our dog.",
-        "They welcomed our dog with a bowl and a bed.",
-        "Truly pet-friendly, no extra hassle with the dog.",
-    ),
-    ("fitness_center", None): (
-        "The gym was small but had what I needed.",
-        "The fitness center is open around the clock.",
-        "A decent gym and fitness center for a hotel.",
-    ),
-    ("views", "hotel"): (
-        "The {view} views from our room were stunning.",
-        "Ask for a high floor, the views are worth it.",
-    ),
-    ("views", None): (
-        "The {view} views are worth the climb.",
-        "Stunning views, so bring a camera.",
-    ),
-    ("guided_tours", None): (
-        "Take the guided tour, our guide knew everything.",
-        "The guided tour was the best part.",
-        "Our guide was full of great stories.",
-    ),
-    ("wheelchair_accessible", None): (
-        "Fully wheelchair accessible, with ramps and an elevator.",
-        "Easy to get around with a wheelchair.",
-        "Wheelchair accessible throughout, which mattered for us.",
-    ),
-    ("outdoor", None): (
-        "Mostly outdoors, so bring water and a hat.",
-        "A lovely outdoor space to wander.",
-        "Spending the morning outdoors here was a treat.",
-    ),
-}
-
-OPENERS = {
-    "restaurant": ("Came here {when} with {who}.", "Stopped in {when} with {who}.",
-                   "Had dinner here {when} with {who}."),
-    "hotel": ("Stayed three nights {when} with {who}.", "Booked two nights {when} with {who}.",
-              "We checked in {when}, {who} and I."),
-    "attraction": ("Visited {when} with {who}.", "Spent a few hours here {when} with {who}.",
-                   "Went {when} with {who}."),
-}
-WHEN = ("last weekend", "on a Tuesday", "in early spring", "during a work trip", "in October",
-        "on a rainy Saturday", "over a long weekend")
-WHO = ("my partner", "two friends", "my parents", "a colleague", "my sister", "my husband",
-       "my wife", "an old friend")
-CLOSERS = {
-    "positive": ("Would happily come back.", "Already planning a return visit.",
-                 "Highly recommend.", "A must on any {city} trip.", "Five stars from me."),
-    "neutral": ("Decent, but not a standout.", "Fine for a quick stop.",
-                "Good, not great."),
-    "negative": ("Not sure I would return.", "Disappointing overall.",
-                 "Expected more given the reviews."),
-}
-COMPLAINTS = {
-    "restaurant": ("Service was painfully slow.", "We waited forty minutes for our mains.",
-                   "The portions were small for the price.", "Dessert was forgettable."),
-    "hotel": ("Check-in took far too long.", "The bathroom needed a deep clean.",
-              "The room was smaller than the photos suggested.",
-              "The elevator was out of order for a day."),
-    "attraction": ("The signage was confusing.", "The gift shop was overpriced.",
-                   "Part of it was closed for repairs.", "The line to get in took an hour."),
-}
-# Hints that an aspect is missing, phrased without the aspect's keyword on purpose: reviewers
-# rarely name what is absent, and a keyword here would make a lexical retriever reward it.
-ABSENT_HINTS = {
-    "parking": "Finding a spot nearby took a while.",
-    "wifi": "Do not count on getting online here.",
-    "outdoor_seating": "All the tables are inside.",
-}
-
-# --------------------------------------------------------------------------------------------
-# Dialogue vocabulary
-# --------------------------------------------------------------------------------------------
-
-# Persona archetypes (after Trace Appendix I): an introduction and the constraints it implies.
-PERSONAS = {
-    "restaurant": (
-        ("date_night", "My partner and I are planning a date night.", ("romantic",)),
-        ("couple", "My wife and I are celebrating our anniversary.", ("quiet", "romantic")),
-        ("family", "I'm traveling with my husband and our two kids.", ("family_friendly",)),
-        ("dietary_restricted", "I follow a plant-based diet.", ("vegan_options",)),
-        ("remote_worker", "I work remotely and need a spot for a working lunch.", ("wifi",)),
-        ("road_tripper", "We're on a road trip and driving into town.", ("parking",)),
-        ("budget_traveler", "I'm a student trying to stretch my money.", ("budget:cheap",)),
-        ("luxury_couple", "We're celebrating a big birthday.", ("budget:upscale",)),
-        ("friends_group", "I'm here with a group of friends.", ("lively",)),
-        ("business", "I'm hosting a client dinner.", ("quiet",)),
-        ("brunch_enthusiast", "Weekend mornings are sacred to me.", ("category",)),
-        ("foodie_explorer", "I love trying local food when I travel.", ()),
-        ("solo_traveler", "I'm traveling solo this week.", ()),
-    ),
-    "hotel": (
-        ("conference_attendee", "I'm in town for a conference.", ("wifi", "fitness_center")),
-        ("digital_nomad", "I work remotely and move cities every month.", ("wifi",)),
-        ("family", "We're traveling with two young kids.", ("family_friendly", "pool")),
-        ("pet_owner", "I'm traveling with my dog.", ("pet_friendly",)),
-        ("road_tripper", "We're driving across the Southwest.", ("parking",)),
-        ("budget_traveler", "I'm backpacking and watching every dollar.", ("budget:cheap",)),
-        ("luxury_traveler", "We're celebrating our tenth anniversary.", ("budget:luxury",)),
-        ("fitness_traveler", "I try to keep up my training on the road.", ("fitness_center",)),
-        ("couple", "My partner and I want a relaxing weekend away.", ("views", "quiet")),
-        ("senior", "I'm traveling with my retired parents.", ("quiet",)),
-        ("layover_traveler", "I only have one night here between flights.", ()),
-        ("extended_stay", "I'm relocating and need somewhere for a few weeks.", ("category",)),
-        ("solo_traveler", "I'm traveling on my own.", ()),
-    ),
-    "attraction": (
-        ("family", "I'm visiting with my two kids.", ("family_friendly",)),
-        ("history_buff", "I love history.", ("category",)),
-        ("accessibility_needs", "My mother uses a wheelchair.", ("wheelchair_accessible",)),
-        ("eco_tourist", "I like spending time in nature.", ("outdoor",)),
-        ("music_lover", "I'm a huge live music fan.", ("category",)),
-        ("architecture_buff", "I love old buildings and good views.", ("views",)),
-        ("budget_traveler", "I'm on a shoestring this trip.", ("budget:cheap",)),
-        ("senior", "I'm here with my retired parents.", ("quiet", "wheelchair_accessible")),
-        ("solo_traveler", "I'm exploring the city on my own.", ("guided_tours",)),
-        ("road_tripper", "We're driving in for the day.", ("parking",)),
-        ("friends_group", "I'm here with a few friends.", ("lively",)),
-        ("international_tourist", "It's my first time in the United States.", ()),
-        ("urban_explorer", "I like wandering new cities.", ()),
-    ),
-}
-PERSONA_CATEGORIES = {  # personas whose interest is a category
-    "brunch_enthusiast": ("Breakfast & Brunch",),
-    "extended_stay": ("Extended Stay",),
-    "history_buff": ("Historic Site", "Museum", "Walking Tour"),
-    "music_lover": ("Live Music Venue",),
-}
-USER_NAMES = ("Alex", "Maya", "Jordan", "Priya", "Sam", "Lucia", "Omar", "Grace", "Ken", "Ines",
-              "Tom", "Aisha", "Diego", "Hannah", "Wei", "Nora", "Ravi", "Zoe")
-
-TYPE_NOUNS = {"restaurant": "restaurant", "hotel": "hotel", "attraction": "attraction"}
-GUEST_NOUNS = {"restaurant": "diner", "hotel": "guest", "attraction": "visitor"}
-SEEKS = {
-    "restaurant": ("a restaurant", "a good place to eat"),
-    "hotel": ("a hotel", "a place to stay"),
-    "attraction": ("an attraction to visit", "something to see"),
-}
-FAREWELL_NOUNS = {"restaurant": "meal", "hotel": "stay", "attraction": "visit"}
-
-PREF_SENTENCES = {
-    "category:restaurant": ("I'm in the mood for {word}.", "We'd love some good {word}.",
-                            "{Word} would hit the spot."),
-    "category:hotel": ("I'd prefer {a_word}.", "Ideally {a_word}.",
-                       "We're thinking {a_word}."),
-    "category:attraction": ("We'd love to visit {a_word}.", "{A_word} would be perfect.",
-                            "Ideally {a_word}."),
-    "budget:cheap": ("We're keeping it cheap.", "Something cheap, please.",
-                     "Cheap would be best; we're saving for the rest of the trip."),
-    "budget:affordable": ("Something affordable, please.", "We'd like to keep it affordable."),
-    "budget:moderate": ("A moderate price is fine.", "Moderate prices, nothing extravagant."),
-    "budget:upscale": ("We're happy to splurge on somewhere upscale.",
-                       "Upscale is fine, it's a special occasion."),
-    "budget:luxury": ("We want real luxury.", "Money is no object; we'd like luxury."),
-    "outdoor_seating": ("Outdoor seating would be lovely.",
-                        "We'd like to sit outside, so outdoor seating is a must."),
-    "wifi": ("I need reliable wifi.", "Good wifi is important to me."),
-    "parking": ("We'll have a car, so parking matters.", "Easy parking would help a lot."),
-    "vegan_options": ("Vegan options are a must.",
-                      "We need some vegan options."),
-    "family_friendly": ("It has to be family-friendly.",
-                        "Family-friendly, please."),
-    "romantic": ("Something romantic would be perfect.", "Romantic is the goal."),
-    "breakfast_included": ("Breakfast included would be great.",
-                           "We'd love breakfast in the morning."),
-    "pool": ("A pool would be great.", "We'd love a pool."),
-    "pet_friendly": ("It has to be pet-friendly.",
-                     "Pet-friendly, please."),
-    "fitness_center": ("I'd like a gym or fitness center.", "A decent gym matters to me."),
-    "views": ("Great views would make it.", "Somewhere with views would be nice."),
-    "guided_tours": ("A guided tour would be great.", "We like having a guide."),
-    "wheelchair_accessible": ("It must be wheelchair accessible.",
-                              "Wheelchair accessible, please."),
-    "outdoor": ("We'd like to be outdoors.", "Something outdoors would be nice."),
-    "quiet": ("Somewhere quiet, please.", "A quiet place would be best."),
-    "lively": ("We want somewhere lively.", "Lively is good, we like a buzz."),
-    "neighborhood": ("Somewhere in {nb} would be ideal.", "Ideally in {nb}.",
-                     "We're staying in {nb}, so close to there."),
-}
-# Personas travelling alone speak in the first person singular (see _voice).
-SOLO_PERSONAS = ("remote_worker", "budget_traveler", "solo_traveler", "conference_attendee",
-                 "digital_nomad", "fitness_traveler", "layover_traveler", "extended_stay",
-                 "urban_explorer", "history_buff", "music_lover", "eco_tourist",
-                 "international_tourist", "foodie_explorer")
-SOLO_VOICE = ((r"\bWe're\b", "I'm"), (r"\bwe're\b", "I'm"), (r"\bWe'd\b", "I'd"),
-              (r"\bwe'd\b", "I'd"), (r"\bWe'll\b", "I'll"), (r"\bwe'll\b", "I'll"),
-              (r"\b[Ww]e\b", "I"), (r"\bus\b", "me"), (r"\bour\b", "my"))
-REJECT_LEADS = ("Hmm, I don't think that one is for us.", "Not quite what we need.",
-                "I'd rather pass on that one.", "That doesn't sound right for us.")
-DETAIL_QUESTIONS = {
-    "outdoor_seating": "Can we sit outside there?", "wifi": "Is the wifi any good?",
-    "parking": "Is parking easy?", "vegan_options": "Are there vegan options?",
-    "family_friendly": "Is it good with kids?", "romantic": "Is it romantic?",
-    "breakfast_included": "Is breakfast included?", "pool": "Is there a pool?",
-    "pet_friendly": "Can we bring a dog?", "fitness_center": "Is there a gym?",
-    "views": "Are the views good?", "guided_tours": "Do they offer guided tours?",
-    "wheelchair_accessible": "Is it wheelchair accessible?", "outdoor": "Is it mostly outdoors?",
-    "quiet": "Is it quiet?", "lively": "Is it lively?", "staff": "How are the staff?",
-    "location": "How is the location?", "category": "What should we not miss there?",
-    "price": "Is it expensive?",
-}
+_VOCABULARY = _tuples(json.loads(
+    (Path(__file__).with_name("demo_vocabulary.json")).read_text(encoding="utf-8")))
+CITIES = _VOCABULARY["cities"]
+NAME_WORDS = _VOCABULARY["name_words"]
+CUISINES = _VOCABULARY["cuisines"]
+HOTEL_KINDS = _VOCABULARY["hotel_kinds"]
+ATTRACTION_KINDS = _VOCABULARY["attraction_kinds"]
+ASPECTS = _VOCABULARY["aspects"]
+ASPECT_RATE = _VOCABULARY["aspect_rate"]
+KIND_ASPECTS = _VOCABULARY["kind_aspects"]
+NOISE_WEIGHTS = _VOCABULARY["noise_weights"]
+KIND_NOISE = _VOCABULARY["kind_noise"]
+ASPECT_PHRASES = _VOCABULARY["aspect_phrases"]
+PRICE_PHRASES = {int(level): phrase for level, phrase in _VOCABULARY["price_phrases"].items()}
+NOISE_PHRASES = _VOCABULARY["noise_phrases"]
+PRAISE = _VOCABULARY["praise"]
+CHARM = _VOCABULARY["charm"]
+STAFF_ADJ = _VOCABULARY["staff_adj"]
+SENTENCES = {(feature, _qualifier(key)): templates
+             for feature, by_key in _VOCABULARY["sentences"].items()
+             for key, templates in by_key.items()}
+OPENERS = _VOCABULARY["openers"]
+WHEN = _VOCABULARY["when"]
+WHO = _VOCABULARY["who"]
+CLOSERS = _VOCABULARY["closers"]
+COMPLAINTS = _VOCABULARY["complaints"]
+ABSENT_HINTS = _VOCABULARY["absent_hints"]
+PERSONAS = _VOCABULARY["personas"]
+PERSONA_CATEGORIES = _VOCABULARY["persona_categories"]
+USER_NAMES = _VOCABULARY["user_names"]
+TYPE_NOUNS = _VOCABULARY["type_nouns"]
+GUEST_NOUNS = _VOCABULARY["guest_nouns"]
+SEEKS = _VOCABULARY["seeks"]
+FAREWELL_NOUNS = _VOCABULARY["farewell_nouns"]
+PREF_SENTENCES = _VOCABULARY["pref_sentences"]
+SOLO_PERSONAS = _VOCABULARY["solo_personas"]
+SOLO_VOICE = _VOCABULARY["solo_voice"]
+REJECT_LEADS = _VOCABULARY["reject_leads"]
+DETAIL_QUESTIONS = _VOCABULARY["detail_questions"]
 _ASPECT_TAGS = tuple(ASPECT_RATE) + ("quiet", "lively")
 
 # --------------------------------------------------------------------------------------------

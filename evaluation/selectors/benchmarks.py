@@ -12,6 +12,7 @@ from evaluation.lib.formats.public_bundle import HIDDEN, bundle_zip, public_bund
 from evaluation.lib.formats.submission import SubmissionReference, iter_turn_records, turn_line
 from evaluation.lib.highlight import quote_segments, span_segments
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
+from evaluation.lib.metrics.recovery import no_hit_note
 from evaluation.lib.metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
 from evaluation.lib.rankers import generate_submission
 from evaluation.lib.runconfig import suite_config_from_options
@@ -190,10 +191,15 @@ def dialogue_detail(*, dialogue: Dialogue) -> dict:
 
 
 def scenario_rows(scenario: dict) -> list[tuple[str, str]]:
-    """Flatten a free-form scenario dict into readable (key, text) rows; list entries that are
-    objects go on lines of their own."""
+    """Flatten a free-form dict (a dialogue's scenario, an item's attributes) into readable
+    (key, text) rows: words instead of snake_case keys, yes/no instead of Python's True/False;
+    list entries that are objects go on lines of their own."""
 
     def text(value) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if value is None:
+            return "—"
         if isinstance(value, dict):
             return ", ".join(f"{k.replace('_', ' ')}: {text(v)}" for k, v in value.items()
                              if v not in (None, "", [], {}))
@@ -232,7 +238,8 @@ def _cited_reviews(by_turn_citations) -> list[dict]:
 
 
 def item_detail(*, item: Item) -> dict:
-    return {"item": item, "reviews": list(item.reviews.order_by("external_id"))}
+    return {"item": item, "reviews": list(item.reviews.order_by("external_id")),
+            "attribute_rows": scenario_rows(item.attributes or {})}
 
 
 # --- evaluation runs (metrics.md §A, formats.md §2–3) ---------------------------------------
@@ -291,6 +298,7 @@ def run_results(*, run: Run) -> dict:
             "ci": [summary.ci_low, summary.ci_high], "std": summary.std, "n": summary.n,
             "undefined_reason": summary.undefined_reason or None,
         }
+    _attach_no_hit_rule(run, metrics)
     submission = run.submission
     return {
         "run": run.pk, "job": run.job_id, "status": run.job.status,
@@ -302,6 +310,16 @@ def run_results(*, run: Run) -> dict:
         "non_answers": _non_answers(metrics),
         "metrics": metrics, "unavailable": dict(run.unavailable),
     }
+
+
+def _attach_no_hit_rule(run: Run, metrics: dict) -> None:
+    """T2R's value rests on a rule for dialogues without a hit: say which, and for how many
+    (metric `t2r_no_hit`: a 0/1 per dialogue, so mean × n is the count)."""
+    t2r, flags = metrics.get("t2r"), metrics.get("t2r_no_hit")
+    if t2r is None or flags is None or run.evaluator != SUITE_NAME:
+        return
+    t2r["no_hit"] = no_hit_note(run.config.get("suite", {}).get("t2r_no_hit"), flags["value"],
+                                flags["n"])
 
 
 def _non_answers(metrics: dict) -> dict | None:

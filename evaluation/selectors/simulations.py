@@ -3,9 +3,12 @@ PC_t curve per K (PEPPER Fig. 3 style) and the dialogues, hidden parts only wher
 
 from evaluation.lib import charts
 from evaluation.lib.metrics.preference import KS
-from evaluation.models import Simulation
+from evaluation.models import MetricSummary, Simulation
 
 CHART_KS = (1, 10, 50)
+# The Trace metrics the simulation's section shows (its Trace run's page has them all).
+TRACE_SHOWN = ("recall@1", "recall@5", "mrr", "tsr", "t2r", "rejection_recovery", "gs", "cd",
+               "pc", "spatial_coherence", "price_alignment", "itinerary_diversity", "non_answer")
 DIALOGUES_SHOWN = 50
 
 
@@ -29,7 +32,13 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
                           "error_kind": row.error_kind, "error": row.error,
                           "hidden": row.hidden if show else None,
                           "targets": row.target_item_ids if show else None})
+    trace_run = report.get("trace_run")
+    trace = list(MetricSummary.objects.filter(run_id=trace_run, metric__in=TRACE_SHOWN)
+                 .values("metric", "axis", "value", "ci_low", "ci_high", "n",
+                         "undefined_reason")) if trace_run else []
+    trace.sort(key=lambda row: TRACE_SHOWN.index(row["metric"]))
     return {"simulation": simulation, "config": simulation.config, "curves": curves,
+            "trace_run": trace_run, "trace": trace,
             "table": table, "failed": report.get("failed"),
             "failures_by_kind": report.get("failures_by_kind", {}),
             "overhead_ms": report.get("overhead_ms_per_turn"), "dialogues": dialogues,

@@ -29,6 +29,8 @@ from django.utils import timezone
 
 from evaluation.models import Job
 
+FINISHED_STATUSES = (Job.Status.SUCCEEDED, Job.Status.FAILED, Job.Status.CANCELLED)
+
 logger = logging.getLogger(__name__)
 
 
@@ -67,10 +69,14 @@ def queue_check() -> None:
         raise QueueUnavailable(str(exc)) from exc
 
 
-def _send(task: str, args: tuple, job_id: int | None) -> bool:
-    """Send TASK now; record it on the job. False (logged) when the broker refuses."""
+def _send(task: str, args: tuple, job_id: int | None, countdown: int = 0) -> bool:
+    """Send TASK now (to run COUNTDOWN seconds later); record it on the job. False (logged)
+    when the broker refuses."""
     try:
-        current_app.tasks[task].delay(*args)
+        if countdown:
+            current_app.tasks[task].apply_async(args, countdown=countdown)
+        else:
+            current_app.tasks[task].delay(*args)
     except Exception:  # noqa: BLE001 - the sweep sends it again; the caller already committed
         logger.exception("could not send %s%r; the job sweep will send it again", task, args)
         return False
@@ -79,20 +85,21 @@ def _send(task: str, args: tuple, job_id: int | None) -> bool:
     return True
 
 
-def task_enqueue(task: str, *args, job_id: int | None = None) -> None:
+def task_enqueue(task: str, *args, job_id: int | None = None, countdown: int = 0) -> None:
     """Send the Celery task named TASK (e.g. "evaluation.tasks.evaluate_run_job") with ARGS
     once the surrounding transaction commits (at once outside a transaction).
 
     For a job (JOB_ID), the broker is checked first, inside the transaction: when it is down,
     QueueUnavailable rolls the caller's writes back. A send that still fails after the commit
     leaves the job queued and unsent, for the sweep to send again. Other tasks (a rank
-    refresh) are sent without the check: losing one costs freshness, not data.
+    refresh) are sent without the check: losing one costs freshness, not data. COUNTDOWN
+    delays the task (a debounced refresh).
     """
     if job_id is not None:
         queue_check()
 
     def send():
-        _send(task, args, job_id)
+        _send(task, args, job_id, countdown)
 
     transaction.on_commit(send)
 
@@ -116,7 +123,7 @@ def job_begin(job_id: int) -> Job | None:
     with transaction.atomic():
         stored = (Job.objects.select_for_update().filter(pk=job_id)
                   .values("status", "attempts").get())
-        if stored["status"] in (Job.Status.SUCCEEDED, Job.Status.FAILED):
+        if stored["status"] in (Job.Status.SUCCEEDED, Job.Status.FAILED, Job.Status.CANCELLED):
             return None
         now = timezone.now()
         if stored["attempts"] >= MAX_ATTEMPTS:
@@ -131,6 +138,21 @@ def job_begin(job_id: int) -> Job | None:
     return Job.objects.get(pk=job_id)
 
 
+def job_stopped(job_id: int, *, lock: bool = False) -> bool:
+    """Whether the job's STORED status is final: what work in progress checks before it goes on.
+
+    Not `Job.is_finished`: a job read through the ORM shows as failed once its heartbeat is stale,
+    which is right for pages, but work that is running proves by running that its job is alive
+    (a chunk that waited behind others in a busy queue; an in-process run on SQLite, where no
+    heartbeat thread writes, whose last step took longer than JOB_STALE_SECONDS). Only a stored
+    failure (the sweep's, another chunk's), a cancellation or a success stops it.
+    With LOCK, the job's row is locked until the end of the caller's transaction."""
+    rows = Job.objects.filter(pk=job_id)
+    if lock:
+        rows = rows.select_for_update()
+    return rows.values_list("status", flat=True).get() in FINISHED_STATUSES
+
+
 def job_progress(job_id: int, stage: str, done: int, total: int) -> None:
     Job.objects.filter(pk=job_id).update(stage=stage, done=min(done, total), total=total,
                                          heartbeat_at=timezone.now())
@@ -141,6 +163,16 @@ def job_finish(job_id: int, *, result: dict | None = None, error: str = "") -> N
     status = Job.Status.FAILED if error else Job.Status.SUCCEEDED
     Job.objects.filter(pk=job_id).update(status=status, result=result or {}, error=error,
                                          finished_at=timezone.now())
+
+
+def job_cancel(job_id: int, *, reason: str, result: dict | None = None) -> bool:
+    """Mark a queued or running job cancelled (its work checks `is_finished` and stops);
+    False when it had already finished. The caller checks that the user may."""
+    _Heartbeat.stop(job_id)
+    changed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]
+                                 ).update(status=Job.Status.CANCELLED, error=reason,
+                                          result=result or {}, finished_at=timezone.now())
+    return bool(changed)
 
 
 def job_retry(*, job: Job) -> Job:

@@ -106,10 +106,9 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
             raise ValidationError(f"the key of system {system.slug!r} is read from the "
                                   f"environment variable {system.live_api_key_env}, which is "
                                   "not set on this machine")
-    review_ids = {r.id for reviews in catalogue.reviews.values() for r in reviews}
     return HttpLiveSystem(
         system.live_endpoint, allowed_hosts=settings.LIVE_ALLOWED_HOSTS,
-        item_ids=catalogue.items, review_ids=review_ids, api_key=api_key,
+        item_ids=catalogue.items, review_ids=catalogue.review_ids, api_key=api_key,
         settings=LiveSettings(timeout_seconds=system.live_timeout_seconds,
                               max_retries=system.live_max_retries,
                               backoff_seconds=system.live_backoff_seconds,

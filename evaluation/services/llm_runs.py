@@ -6,7 +6,7 @@ configuration from the `CONCORD_LLM_*` settings and the run's options, gives the
 database-backed response cache (so a re-run makes no LLM call), reads the stored submission,
 stores every unit's result with the judge's rationale (`UnitScore.detail`) and every debate
 round (`DebateTurn`), the run's token and cost accounting (`Run.usage`, cost null when unknown)
-and the system-level summaries with cluster-bootstrap CIs. `run_process` (services) calls
+and the system-level summaries with studentized cluster CIs. `run_process` (services) calls
 `llm_run_execute` for runs whose evaluator is not the Trace suite.
 """
 
@@ -25,10 +25,12 @@ from django.db import transaction
 from evaluation import ports
 from evaluation.lib.formats.submission import TURN, iter_log_records, iter_turn_records
 from evaluation.lib.llm import core_debate, core_factors, core_routing, core_rubrics
+from evaluation.lib.llm import estimate as run_estimate
 from evaluation.lib.llm.adapters import judged_turns, log_cluster
 from evaluation.lib.llm.conversation import ConversationLog
 from evaluation.lib.llm.core_debate import DebateResult, DebateSettings
 from evaluation.lib.llm.core_recall_persuasiveness import score_persuasiveness, session_recall
+from evaluation.lib.llm.estimate import RunEstimate
 from evaluation.lib.llm.evaluators import (
     CORE,
     DEBATE_SCORE,
@@ -51,7 +53,13 @@ from evaluation.lib.llm.face.aspects import TURN as FACE_TURN
 from evaluation.lib.llm.face.aspects import parse_aspects
 from evaluation.lib.llm.face.prompts import initial_instruction
 from evaluation.lib.llm.face.scoring import LogprobsUnavailable
-from evaluation.lib.llm.gateway import LLMConfigurationError, LLMGateway, ModelConfig, UsageMeter
+from evaluation.lib.llm.gateway import (
+    LLMConfigurationError,
+    LLMGateway,
+    ModelConfig,
+    UsageMeter,
+    token_cost,
+)
 from evaluation.lib.llm.judging import AspectScore
 from evaluation.lib.llm.pepper_judge import judge_pepper_log
 from evaluation.lib.llm.trace_judge import judge_trace_turn
@@ -259,6 +267,42 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
         return Run.objects.create(submission=submission, evaluator=evaluator,
                                   evaluator_version=spec.version, config=config,
                                   config_hash=llm_config_hash(config), job=job)
+
+
+def llm_run_estimate(*, submission, evaluator: str, model: dict,
+                     face: dict | None = None, limit: int | None = None,
+                     dialogues: Sequence[str] = (), use_debate: bool = True,
+                     max_rounds: int = DEBATE_DEFAULTS["max_rounds"]) -> RunEstimate:
+    """Tokens and cost of running EVALUATOR on SUBMISSION, estimated from the real prompts of
+    the units it would judge (`evaluation.lib.llm.estimate`). Reads only; a bad choice raises
+    ValueError (or LLMRunFailed for dialogues the submission lacks)."""
+    spec = EVALUATORS.get(evaluator)
+    if spec is None:
+        raise ValueError(f"unknown LLM evaluator {evaluator!r}")
+    if submission.protocol != spec.protocol:
+        raise ValueError(f"{evaluator} reads protocol `{spec.protocol}` submissions; this one is "
+                         f"`{submission.protocol}`")
+    config = llm_run_config(evaluator=evaluator, model=model, limit=limit, dialogues=dialogues,
+                            face=face, domain=submission.benchmark.domain)
+
+    def price(prompt_tokens: int, answer_tokens: int) -> float | None:
+        return token_cost(model["model"], prompt_tokens, answer_tokens)
+
+    if evaluator == TRACE_JUDGE:
+        judged, _missing = _judged_turns(submission, submission_splits(submission=submission))
+        turns = [turn for _unit, _cluster, turn in _selected(config, judged)]
+        return run_estimate.estimate_trace_judge(turns, price)
+    logs = _selected(config, _read_logs(submission))
+    if evaluator == PEPPER_JUDGE:
+        return run_estimate.estimate_pepper_judge(logs, price, domain=config["domain"])
+    if evaluator == FACE:
+        return run_estimate.estimate_face(logs, price, instructions={
+            aspect: chosen["texts"] for aspect, chosen in config["instructions"].items()})
+    item_names = dict(submission.benchmark.items.values_list("external_id", "name"))
+    debate = (DebateSettings(**{**DEBATE_DEFAULTS, "max_rounds": max_rounds,
+                                "domain": submission.benchmark.domain or "items"})
+              if use_debate else None)
+    return run_estimate.estimate_core(logs, price, item_names=item_names, debate=debate)
 
 
 # --- executing a run -----------------------------------------------------------------------
@@ -583,14 +627,7 @@ def _judge_study_logs(ctx: _Context, configs: dict[str, ModelConfig], logs: dict
 def _execute_trace_judge(run: Run, progress: Progress) -> dict:
     ctx = _context(run)
     progress("load", 0, 1)
-    bundle = benchmark_bundle(benchmark=run.submission.benchmark)
-    with run.submission.file.open("rb") as handle:
-        submitted = {(r["dialogue_id"], int(r["turn_index"])): r
-                     for r in iter_turn_records(handle, max_bytes=settings.MAX_UPLOAD_BYTES)}
-    judged, missing = judged_turns(
-        bundle.dialogues, submitted, reviews={r["id"]: r for r in bundle.reviews},
-        item_names={i["id"]: i.get("name", i["id"]) for i in bundle.items},
-        splits=run.config.get("splits"))
+    judged, missing = _judged_turns(run.submission, run.config.get("splits"))
     progress("load", 1, 1)
 
     def score_turn(entry) -> UnitOutcome:
@@ -601,6 +638,17 @@ def _execute_trace_judge(run: Run, progress: Progress) -> dict:
 
     result = _score_units(ctx, judged, score_turn, progress)
     return {**result, "unanswered_turns": len(missing)}
+
+
+def _judged_turns(submission, splits):
+    """The (unit, dialogue, JudgedTurn) entries the Trace judge scores, and the unanswered."""
+    bundle = benchmark_bundle(benchmark=submission.benchmark)
+    with submission.file.open("rb") as handle:
+        submitted = {(r["dialogue_id"], int(r["turn_index"])): r
+                     for r in iter_turn_records(handle, max_bytes=settings.MAX_UPLOAD_BYTES)}
+    return judged_turns(
+        bundle.dialogues, submitted, reviews={r["id"]: r for r in bundle.reviews},
+        item_names={i["id"]: i.get("name", i["id"]) for i in bundle.items}, splits=splits)
 
 
 def _execute_pepper_judge(run: Run, progress: Progress) -> dict:

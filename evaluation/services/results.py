@@ -19,13 +19,24 @@ def unit_scores_upsert(run: Run, values) -> None:
     if connection.vendor == "postgresql":
         _unit_scores_copy_upsert(run, values)
         return
-    UnitScore.objects.bulk_create(
-        [UnitScore(run=run, metric=v.metric, unit_type=v.unit_type, unit_id=v.unit_id,
-                   dialogue_id=v.dialogue_id, value=v.value) for v in values],
-        batch_size=2000, update_conflicts=True,
-        unique_fields=["run", "metric", "unit_type", "unit_id"],
-        update_fields=["value", "dialogue_id"],
-    )
+    _unit_scores_sqlite_upsert(run, values)
+
+
+def _unit_scores_sqlite_upsert(run: Run, values) -> None:
+    """The same upsert on SQLite: one prepared INSERT … ON CONFLICT run by executemany.
+
+    Building a model instance per value (`bulk_create`) cost more than scoring the run: for
+    `load_demo`'s seven baselines (≈ 240,000 values) it was the largest part of first start
+    (docs/performance.md, "First start")."""
+    table = connection.ops.quote_name(UnitScore._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} (run_id, metric, unit_type, unit_id, dialogue_id, value, "
+            "detail) VALUES (%s, %s, %s, %s, %s, %s, '{}') "
+            "ON CONFLICT (run_id, metric, unit_type, unit_id) DO UPDATE "
+            "SET value = excluded.value, dialogue_id = excluded.dialogue_id",
+            [(run.pk, v.metric, v.unit_type, v.unit_id, v.dialogue_id, v.value)
+             for v in values])
 
 
 def _unit_scores_copy_upsert(run: Run, values) -> None:

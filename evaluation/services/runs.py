@@ -44,6 +44,7 @@ from evaluation.services.jobs import (
     job_finish,
     job_heartbeat,
     job_progress,
+    job_stopped,
     task_enqueue,
 )
 from evaluation.services.results import summaries_upsert_from_sums, unit_scores_upsert
@@ -267,7 +268,7 @@ def run_chunk_process(*, run_id: int, index: int, progress: Progress | None = No
     chunk = RunChunk.objects.select_related("run__job", "run__submission__benchmark").get(
         run_id=run_id, index=index)
     run = chunk.run
-    if run.job.is_finished:
+    if job_stopped(run.job_id):
         return  # failed meanwhile (another chunk's error, the stale sweep): nothing to add
     if chunk.finished_at is None:
         try:
@@ -286,12 +287,11 @@ def run_chunk_process(*, run_id: int, index: int, progress: Progress | None = No
     with transaction.atomic():
         # The job's row lock orders the chunks' last steps: the one that sees every chunk
         # finished is the last, whatever worker or machine ran the others.
-        job = Job.objects.select_for_update().get(pk=run.job_id)
-        if job.is_finished:
+        if job_stopped(run.job_id, lock=True):
             return
         total = RunChunk.objects.filter(run_id=run_id).count()
         done = RunChunk.objects.filter(run_id=run_id, finished_at__isnull=False).count()
-        job_progress(job.pk, "score", done, total)
+        job_progress(run.job_id, "score", done, total)
         if done == total and finalize:
             task_enqueue(FINALIZE_TASK, run.pk)
     if progress is not None:
@@ -323,7 +323,7 @@ def _chunk_turns(submission, line_ranges) -> list:
 
 
 def run_finalize(*, run_id: int, progress: Progress | None = None) -> None:
-    """Summaries with cluster-bootstrap CIs from the stored values, then the run succeeds and
+    """Summaries with studentized cluster CIs from the stored values, then the run succeeds and
     the leaderboard's ranks are refreshed (the body of `finalize_run_job`).
 
     Runs under the job's row lock, so a duplicate final task waits and then finds the job
@@ -339,9 +339,9 @@ def run_finalize(*, run_id: int, progress: Progress | None = None) -> None:
     with job_heartbeat(run.job_id):
         try:
             with transaction.atomic():
-                job = Job.objects.select_for_update().get(pk=run.job_id)
+                stopped = job_stopped(run.job_id, lock=True)
                 chunks = list(run.chunks.all())
-                if job.is_finished or any(chunk.finished_at is None for chunk in chunks):
+                if stopped or any(chunk.finished_at is None for chunk in chunks):
                     return
                 unavailable: dict[str, str] = {}
                 for chunk in sorted(chunks, key=lambda c: c.index):

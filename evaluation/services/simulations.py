@@ -7,7 +7,7 @@ stored as it finishes with an upsert on (simulation, user): a batch delivered ag
 worker died skips the users already stored, so no dialogue is duplicated and little is redone.
 The batch that stores the last user finishes the simulation under a row lock (exactly once):
 the successful dialogues become a `log` submission of the system, and their preference coverage
-(PEPPER §3.3.1) a Run with unit scores per user and summaries with user-bootstrap CIs.
+(PEPPER §3.3.1) a Run with unit scores per user and summaries with user-clustered jackknife-t CIs.
 
 A dialogue that fails (the live system down, slow, malformed, unknown ids; the simulator's LLM
 unusable) is stored as a failure with its reason and no turn. Once the failures pass the
@@ -17,8 +17,12 @@ and the most common reason.
 
 import json
 import tempfile
+import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
@@ -26,22 +30,53 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.lib.formats.submission import item_infos, review_infos
 from evaluation.lib.metrics.preference import KS, SimulatedUser, preference_report
+from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, evaluate_submission
 from evaluation.lib.rankers import Catalogue
-from evaluation.lib.simulators.driver import simulate_dialogue
-from evaluation.lib.simulators.simulators import SIMULATORS, simulator_config_hash
+from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
+from evaluation.lib.simulators.driver import CANCELLED, simulate_dialogue
+from evaluation.lib.simulators.simulators import (
+    SIMULATORS,
+    simulated_protocol,
+    simulator_config_hash,
+)
+from evaluation.lib.simulators.trace import (
+    SIMULATED_SPLIT,
+    SIMULATED_SUITE_OPTIONS,
+    simulated_trace_inputs,
+)
 from evaluation.lib.simulators.users import ItemCard, NoSimulatedUsers, pick_users, simulated_users
-from evaluation.models import Job, MetricSummary, Run, SimulatedDialogue, Simulation, UnitScore
+from evaluation.models import (
+    Benchmark,
+    Job,
+    MetricSummary,
+    Run,
+    SimulatedDialogue,
+    Simulation,
+    UnitScore,
+)
 from evaluation.response_cache import connection_kept
 from evaluation.selectors.benchmarks import benchmark_bundle
-from evaluation.services.jobs import job_finish, task_enqueue
+from evaluation.selectors.run_chunks import item_records, review_records
+from evaluation.services.jobs import (
+    job_cancel,
+    job_finish,
+    job_heartbeat,
+    job_stopped,
+    queue_check,
+    task_enqueue,
+)
 from evaluation.services.live import live_client
 from evaluation.services.llm_runs import RunUsage, llm_gateway, model_config, model_options
+from evaluation.services.results import summaries_upsert, unit_scores_upsert
 from evaluation.services.submissions import submission_create
+from evaluation.signals import results_changed_notify
 
 POOLS = ("catalogue", "dialogue")
 MAX_USERS, MAX_TURNS = 5000, 50
 BATCH_TASK = "evaluation.tasks.simulate_batch_job"
+STOP_POLL_SECONDS = 0.5  # how often a running batch looks whether its job was cancelled
 
 
 def _simulator(name: str, *, seed: int, shown_k: int, model: dict | None, meter=None,
@@ -77,10 +112,8 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
         raise ValidationError(f"users must be 1–{MAX_USERS} and turns 1–{MAX_TURNS}")
     if pool not in POOLS:
         raise ValidationError(f"pool must be one of {', '.join(POOLS)}")
-    bundle = benchmark_bundle(benchmark=benchmark)
     try:
-        pick_users(simulated_users(items=bundle.items, reviews=bundle.reviews,
-                                   dialogues=bundle.dialogues), users, seed)
+        _batch_inputs(benchmark.pk, benchmark.created_at, users, seed)
     except (NoSimulatedUsers, ValueError) as error:
         raise ValidationError(f"{benchmark.slug}: {error}") from None
     cls = SIMULATORS[simulator]
@@ -101,6 +134,7 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
                 config), users=users, turns=turns, seed=seed, batch_size=batch_size,
             failure_threshold=failure_threshold, created_by=user)
         if enqueue:
+            queue_check()  # a broker that is down stores nothing (QueueUnavailable: 503)
             for batch in range(simulation.batches):
                 task_enqueue(BATCH_TASK, simulation.pk, batch)
     return simulation
@@ -123,28 +157,80 @@ def simulation_batch_process(*, simulation_id: int, batch: int) -> None:
     simulation = Simulation.objects.select_related("benchmark", "system", "job").get(
         pk=simulation_id)
     job = simulation.job
-    if job.is_finished:
+    if job_stopped(job.pk):
         return
     now = timezone.now()
     Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
         status=Job.Status.RUNNING, started_at=now, stage="simulating")
     Job.objects.filter(pk=job.pk).update(heartbeat_at=now)
-    bundle = benchmark_bundle(benchmark=simulation.benchmark)
+    # Beat the job's heartbeat while this batch runs, finish included (the last batch scores
+    # every dialogue): a slow LLM or a loaded machine must not make a live job read as dead.
+    with job_heartbeat(job.pk):
+        inputs = _batch_inputs(simulation.benchmark_id, simulation.benchmark.created_at,
+                               simulation.users, simulation.seed)
+        start = batch * simulation.batch_size
+        stored = set(simulation.dialogues.values_list("user_id", flat=True))
+        todo = [(start + i, u) for i, u in
+                enumerate(inputs.users[start:start + simulation.batch_size])
+                if u.user_id not in stored]
+        if todo:
+            _simulate(simulation, inputs, todo)
+        simulation_finish_if_done(simulation_id=simulation.pk)
+
+
+@dataclass(frozen=True)
+class _BatchInputs:
+    users: list  # the simulation's users, in its order
+    catalogue: Catalogue
+    cards: dict
+
+
+@lru_cache(maxsize=4)
+def _batch_inputs(benchmark_id: int, created_at, users: int, seed: int) -> _BatchInputs:
+    """What every batch of a simulation needs from its benchmark, read once per process: a
+    worker that runs several batches of one simulation (or several simulations of one
+    benchmark) reads the bundle once (≈ 2 s for the demo's 4,701 reviews on a loaded machine)
+    instead of once per batch. A benchmark's rows never change after its import; CREATED_AT
+    keys a benchmark imported again under the same id."""
+    bundle = benchmark_bundle(benchmark=Benchmark.objects.get(pk=benchmark_id))
     everyone = pick_users(simulated_users(items=bundle.items, reviews=bundle.reviews,
-                                          dialogues=bundle.dialogues),
-                          simulation.users, simulation.seed)
-    start = batch * simulation.batch_size
-    stored = set(simulation.dialogues.values_list("user_id", flat=True))
-    todo = [(start + i, u) for i, u in enumerate(everyone[start:start + simulation.batch_size])
-            if u.user_id not in stored]
-    if todo:
-        _simulate(simulation, bundle, todo)
-    simulation_finish_if_done(simulation_id=simulation.pk)
+                                          dialogues=bundle.dialogues), users, seed)
+    return _BatchInputs(everyone, Catalogue.from_records(bundle.items, bundle.reviews),
+                        {r["id"]: ItemCard.from_record(r) for r in bundle.items})
 
 
-def _simulate(simulation: Simulation, bundle, todo) -> None:
-    catalogue = Catalogue.from_records(bundle.items, bundle.reviews)
-    cards = {r["id"]: ItemCard.from_record(r) for r in bundle.items}
+def simulation_run_here(*, simulation: Simulation, progress=None) -> Simulation:
+    """Run every batch of a simulation created without ENQUEUE in this process (the command
+    line's default, load_demo), stopping when its job finishes early (failures, cancel).
+    PROGRESS(done, total) is called after each batch."""
+    for batch in range(simulation.batches):
+        simulation_batch_process(simulation_id=simulation.pk, batch=batch)
+        if progress is not None:
+            progress(Job.objects.get(pk=simulation.job_id).done, simulation.users)
+        if job_stopped(simulation.job_id):
+            break
+    simulation.refresh_from_db()
+    return simulation
+
+
+def demo_simulations_ensure(*, benchmark, systems, users: int, turns: int, seed: int = 0):
+    """One template-simulator run per system in SYSTEMS, in this process, unless the system
+    already has a finished one on BENCHMARK (load_demo). Yields (system, simulation, created)."""
+    for system in systems:
+        done = (Simulation.objects.filter(benchmark=benchmark, system=system,
+                                          simulator="template", run__isnull=False)
+                .select_related("job").first())
+        if done is not None:
+            yield system, done, False
+            continue
+        simulation = simulation_create(benchmark=benchmark, system=system,
+                                       simulator="template", users=users, turns=turns,
+                                       seed=seed, batch_size=users, enqueue=False)
+        yield system, simulation_run_here(simulation=simulation), True
+
+
+def _simulate(simulation: Simulation, inputs: _BatchInputs, todo) -> None:
+    catalogue, cards = inputs.catalogue, inputs.cards
     config, model = simulation.config, simulation.job.params.get("model")
     usage = RunUsage()
     system = live_client(system=simulation.system, benchmark=simulation.benchmark, model=model,
@@ -162,6 +248,8 @@ def _simulate(simulation: Simulation, bundle, todo) -> None:
         width = max(width, 2 * settings.LLM_MAX_CONCURRENCY)
     width = max(1, min(len(todo), width))
 
+    stopped = _StopWatch(simulation.job_id)
+
     def one(entry):
         position, user = entry
         pool = user.candidate_item_ids if config["pool"] == "dialogue" else ()
@@ -169,15 +257,18 @@ def _simulate(simulation: Simulation, bundle, todo) -> None:
             return position, simulate_dialogue(
                 user, simulator, system, benchmark=simulation.benchmark.slug,
                 dialogue_id=f"sim{simulation.pk}-{user.user_id}", turns=simulation.turns,
-                cards=cards, pool=pool)
+                cards=cards, pool=pool, stop=stopped)
 
     with ThreadPoolExecutor(max_workers=width) as pool:
         futures = [pool.submit(one, entry) for entry in todo]
         for future in as_completed(futures):
             position, outcome = future.result()
+            if outcome.error_kind == CANCELLED or stopped.finished:
+                for pending in futures:
+                    pending.cancel()
+                continue  # the job finished meanwhile: store nothing more
             _store(simulation, position, outcome)
-            job = Job.objects.get(pk=simulation.job_id)
-            if job.is_finished:  # cancelled or stopped by another batch
+            if job_stopped(simulation.job_id):  # cancelled or stopped by another batch
                 for pending in futures:
                     pending.cancel()
                 return
@@ -187,6 +278,30 @@ def _simulate(simulation: Simulation, bundle, todo) -> None:
                 for pending in futures:
                     pending.cancel()
                 return
+
+
+class _StopWatch:
+    """STOP for the dialogues of one batch: true once the simulation's job has finished
+    (cancelled, or stopped by another batch's failures). Reads the job's status at most every
+    STOP_POLL_SECONDS, whichever dialogue thread asks, so a cancel is seen within about one
+    turn without a query per turn per dialogue."""
+
+    def __init__(self, job_id: int):
+        self.job_id, self.finished, self._checked = job_id, False, 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        # One thread reads while the others carry on with the last answer (no waiting).
+        if self.finished or now - self._checked < STOP_POLL_SECONDS or \
+                not self._lock.acquire(blocking=False):
+            return self.finished
+        try:
+            self._checked = now
+            self.finished = job_stopped(self.job_id)
+        finally:
+            self._lock.release()
+        return self.finished
 
 
 def _store(simulation: Simulation, position: int, outcome) -> None:
@@ -215,12 +330,13 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
     """When every user is stored, store the log submission and the run, once."""
     with transaction.atomic():
         simulation = Simulation.objects.select_for_update().get(pk=simulation_id)
-        job = Job.objects.get(pk=simulation.job_id)
-        if simulation.run_id or job.is_finished or simulation.dialogues.count() < simulation.users:
+        if (simulation.run_id or job_stopped(simulation.job_id)
+                or simulation.dialogues.count() < simulation.users):
             return None
         ok = list(simulation.dialogues.filter(status=SimulatedDialogue.Status.OK))
         if not ok:
-            job_finish(job.pk, error="every dialogue failed", result=_failures(simulation))
+            job_finish(simulation.job_id, error="every dialogue failed",
+                       result=_failures(simulation))
             return None
         report = preference_report(
             [SimulatedUser(d.user_id, tuple(d.target_item_ids),
@@ -231,7 +347,7 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
         run = Run.objects.create(
             submission=submission, evaluator=f"simulation.{simulation.simulator}",
             evaluator_version=simulation.simulator_version, config=simulation.config,
-            config_hash=simulation.config_hash, job=job)
+            config_hash=simulation.config_hash, job_id=simulation.job_id)
         _store_scores(run, ok, simulation.turns)
         for name, estimate in report.summaries.items():
             MetricSummary.objects.create(
@@ -241,12 +357,55 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
                 n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "")
         timing = [(d.total_seconds, d.system_seconds, d.llm_seconds,
                    sum(1 for t in d.turns if t["role"] == "system")) for d in ok]
+        trace = _trace_run(simulation, ok, submission)
         simulation.report = {**report.as_json(), **_failures(simulation),
-                             "overhead_ms_per_turn": _overhead_ms(timing)}
+                             "overhead_ms_per_turn": _overhead_ms(timing),
+                             "trace_run": trace.pk}
         simulation.submission, simulation.run = submission, run
         simulation.save(update_fields=["report", "submission", "run"])
-        job_finish(job.pk, result={"run": run.pk, "submission": submission.pk,
-                                   **_failures(simulation)})
+        job_finish(simulation.job_id, result={"run": run.pk, "submission": submission.pk,
+                                              **_failures(simulation)})
+        # the simulator's leaderboard (`simulated-<simulator>`) refreshes its ranks
+        results_changed_notify(benchmark_id=simulation.benchmark_id,
+                               protocol=simulated_protocol(simulation.simulator))
+    return run
+
+
+def _trace_run(simulation: Simulation, dialogues, submission) -> Run:
+    """The non-LLM Trace suite on the simulated dialogues, where it applies
+    (lib/simulators/trace.py): a finished Trace run of the simulation's log submission, its
+    units the system turns, its clusters the simulated users."""
+    references, submitted = simulated_trace_inputs(
+        [(d.user_id, d.target_item_ids, d.turns) for d in dialogues])
+    config = {**run_config(suite_options=SIMULATED_SUITE_OPTIONS, splits=[SIMULATED_SPLIT],
+                           nli_enabled=False, nli_model_path=None),
+              "reference": "each system turn's gold is the simulated user's target items",
+              "simulation": simulation.pk}
+    cited = {c.review_id for turn in submitted for c in turn.citations}
+    benchmark = simulation.benchmark
+    result = evaluate_submission(
+        references, item_infos(item_records(benchmark=benchmark)),
+        review_infos(review_records(benchmark=benchmark, external_ids=cited)), submitted,
+        suite_config_from_options(SIMULATED_SUITE_OPTIONS), None)
+    now = timezone.now()
+    job = Job.objects.create(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED,
+                             created_by=simulation.created_by, total=len(dialogues),
+                             done=len(dialogues), stage="scored when the simulation finished",
+                             params={"submission": submission.pk, "simulation": simulation.pk},
+                             started_at=now, finished_at=now)
+    run = Run.objects.create(submission=submission, evaluator=SUITE_NAME,
+                             evaluator_version=SUITE_VERSION, config=config,
+                             config_hash=config_hash(config), job=job,
+                             unavailable=dict(result.unavailable))
+    unit_scores_upsert(run, result.values)
+    collected: dict[str, tuple[list, list]] = {}
+    for value in result.values:
+        if value.value is not None:
+            values, clusters = collected.setdefault(value.metric, ([], []))
+            values.append(value.value)
+            clusters.append(value.dialogue_id)
+    summaries_upsert(run, result.specs, collected, result.unavailable,
+                     lambda stage, done, total: None)
     return run
 
 
@@ -293,7 +452,12 @@ def _store_scores(run: Run, dialogues, turns: int) -> None:
     UnitScore.objects.bulk_create(rows)
 
 
-def simulation_cancel(*, simulation: Simulation, user=None) -> None:
-    """Stop a simulation: running batches stop after their current dialogues."""
+def simulation_cancel(*, simulation: Simulation, user=None) -> bool:
+    """Cancel a queued or running simulation: its job is marked cancelled at once, running
+    batches stop within about one turn of each dialogue in flight (STOP_POLL_SECONDS) and store
+    nothing more, queued batches find the job finished and return. No submission or run is
+    made; the dialogues stored so far stay readable. False when it had already finished. The
+    caller checks that USER may (evaluation.access.get_simulation_for_user(write=True))."""
     who = f" by {user.get_username()}" if user is not None else ""
-    job_finish(simulation.job_id, error=f"Cancelled{who}.", result=_failures(simulation))
+    return job_cancel(simulation.job_id, reason=f"Cancelled{who}.",
+                      result=_failures(simulation))

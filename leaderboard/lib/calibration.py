@@ -13,7 +13,9 @@ called significant:
 - ``correlation_coverage``: a metric–human Pearson and Spearman interval (``correlation_with_ci``)
   against the population value;
 - ``metric_board_fwer``: two equally good evaluators on the metric leaderboard
-  (``rank_evaluators`` with dialogue clusters): share ranked apart.
+  (``rank_evaluators`` with dialogue clusters): share ranked apart;
+- ``alpha_coverage``: Krippendorff's alpha interval of the study report (``alpha_with_ci``) at the
+  interval, ordinal and nominal level, with as many units as the other checks have dialogues.
 
 Design: each dialogue has 2–8 turns (uniform), a dialogue effect and turn noise of equal variance
 (intra-dialogue correlation 0.5); binary turns draw a dialogue success rate from Beta(3, 7)
@@ -27,9 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
+from scipy import stats
 
+from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.comparison import compare_systems
 from evaluation.lib.stats.correlation import correlation_with_ci, rank_evaluators
@@ -199,20 +204,55 @@ def metric_board_fwer(rng, dialogues: int, _kind: str = "") -> bool:
     return len({row.rank for row in rows}) > 1
 
 
+# Agreement: each unit has a true value (variance ALPHA_RHO) and each of ALPHA_ANNOTATORS
+# annotators adds noise (variance 1 − ALPHA_RHO). Interval: the ratings themselves, whose
+# population alpha is ALPHA_RHO; ordinal: cut into a 1–5 scale at ±0.4 and ±1.2; nominal:
+# yes when above 0.5.
+ALPHA_RHO = 0.6
+ALPHA_ANNOTATORS = 3
+ORDINAL_CUTS = (-1.2, -0.4, 0.4, 1.2)
+NOMINAL_CUT = 0.5
+
+
+def _ratings(rng, units: int, level: str, annotators: int = ALPHA_ANNOTATORS) -> np.ndarray:
+    truth = rng.normal(size=units) * math.sqrt(ALPHA_RHO)
+    ratings = truth[None, :] + rng.normal(size=(annotators, units)) * math.sqrt(1 - ALPHA_RHO)
+    if level == "ordinal":
+        return np.digitize(ratings, ORDINAL_CUTS).astype(float) + 1.0
+    if level == "nominal":
+        return (ratings > NOMINAL_CUT).astype(float)
+    return ratings
+
+
+@lru_cache(maxsize=4)
+def true_alpha(level: str) -> float:
+    """The population alpha of the design: ALPHA_RHO at the interval level; for two categories
+    1 − P(two ratings of a unit differ) / P(two ratings of different units differ), from the
+    bivariate normal; the ordinal value from one seeded study of 300,000 units (its own
+    sampling error is about 0.001)."""
+    if level == "interval":
+        return ALPHA_RHO
+    if level == "nominal":
+        yes = stats.norm.sf(NOMINAL_CUT)
+        both = stats.multivariate_normal([0.0, 0.0], [[1.0, ALPHA_RHO], [ALPHA_RHO, 1.0]]).cdf(
+            [-NOMINAL_CUT, -NOMINAL_CUT])
+        return 1.0 - 2.0 * (yes - both) / (2.0 * yes * (1.0 - yes))
+    return compute_alpha(_ratings(np.random.default_rng(99), 300_000, level), level).value
+
+
+def alpha_coverage(rng, units: int, level: str) -> bool:
+    estimate = alpha_with_ci(_ratings(rng, units, level), level)
+    truth = true_alpha(level)
+    return estimate.ci_low is not None and estimate.ci_low <= truth <= estimate.ci_high
+
+
 def _share(simulate: Callable[[np.random.Generator], bool], reps: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     return float(np.mean([simulate(rng) for _ in range(reps)]))
 
 
-def run_checks(
-    reps: int = 1000,
-    *,
-    dialogue_counts: Sequence[int] = DIALOGUE_COUNTS,
-    seed: int = 2026,
-    progress: Callable[[str], None] | None = None,
-) -> list[Check]:
-    """Every check at every dialogue count; each (check, count) has its own seeded stream."""
-    checks = [
+def _checks() -> list[Check]:
+    return [
         Check("mean_gaussian", "95% CI of a mean, Gaussian turns", "coverage",
               "clustered.cluster_mean (run and leaderboard means)"),
         Check("mean_binary", "95% CI of a mean, binary turns", "coverage",
@@ -233,7 +273,29 @@ def run_checks(
               "correlation.correlation_with_ci (study report)"),
         Check("metric_board", "2 equally good evaluators ranked apart", "fwer",
               "correlation.rank_evaluators (metric leaderboard)"),
+        Check("alpha_interval", "95% CI of Krippendorff's alpha, interval (units)", "coverage",
+              "agreement.alpha_with_ci (study report)"),
+        Check("alpha_ordinal", "95% CI of Krippendorff's alpha, ordinal 1-5", "coverage",
+              "agreement.alpha_with_ci (study report)"),
+        Check("alpha_nominal", "95% CI of Krippendorff's alpha, nominal yes/no", "coverage",
+              "agreement.alpha_with_ci (study report)"),
     ]
+
+
+CHECK_KEYS = tuple(check.key for check in _checks())
+
+
+def run_checks(
+    reps: int = 1000,
+    *,
+    dialogue_counts: Sequence[int] = DIALOGUE_COUNTS,
+    seed: int = 2026,
+    progress: Callable[[str], None] | None = None,
+    only: Sequence[str] | None = None,
+) -> list[Check]:
+    """Every check (or the keys ONLY names) at every dialogue count; each (check, count) has
+    its own seeded stream, so a subset gives the same figures as the full run."""
+    checks = _checks()
     by_key = {check.key: check for check in checks}
     for position, dialogues in enumerate(dialogue_counts):
         base = seed + 1000 * position
@@ -258,17 +320,24 @@ def run_checks(
                 lambda rng: correlation_coverage(rng, d, "spearman"), reps, b + 8),
             "metric_board": lambda d=dialogues, b=base: _share(
                 lambda rng: metric_board_fwer(rng, d), reps, b + 9),
+            **{f"alpha_{level}": lambda d=dialogues, b=base, level=level, k=k: _share(
+                lambda rng: alpha_coverage(rng, d, level), reps, b + 10 + k)
+               for k, level in enumerate(("interval", "ordinal", "nominal"))},
         }
         for key, compute in figures.items():
+            if only is not None and key not in only:
+                continue
             by_key[key].values[dialogues] = compute()
             if progress:
                 progress(f"{key} at {dialogues} dialogues")
-        gaussian, t_test = tests("gaussian")
-        binary, _ = tests("binary")
-        by_key["diff_gaussian"].values[dialogues] = gaussian
-        by_key["ttest_gaussian"].values[dialogues] = t_test
-        by_key["diff_binary"].values[dialogues] = binary
-    return checks
+        if only is None or {"diff_gaussian", "ttest_gaussian"} & set(only):
+            gaussian, t_test = tests("gaussian")
+            by_key["diff_gaussian"].values[dialogues] = gaussian
+            by_key["ttest_gaussian"].values[dialogues] = t_test
+        if only is None or "diff_binary" in only:
+            binary, _ = tests("binary")
+            by_key["diff_binary"].values[dialogues] = binary
+    return [check for check in checks if check.values]
 
 
 def report_text(checks: Sequence[Check], reps: int) -> str:

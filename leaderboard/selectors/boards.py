@@ -1,26 +1,39 @@
 """The leaderboard page, its scatter and export, and the benchmarks' leaderboard counts.
 
 A leaderboard renders in a constant number of queries whatever the number of systems: the
-runs (one query), their metric summaries (one), the rank snapshots (one). Ranks come from the
+benchmark's boards (`board_protocols`, one), the runs (one query), their metric summaries
+(one), the rank snapshots (one). Ranks come from the
 stored snapshot (`RankSnapshot`, see `ranks`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.urls import reverse
 
 from evaluation.lib import charts
 from evaluation.lib.metrics.suite import NON_ANSWER, SUITE_NAME
-from evaluation.models import Job, Run
+from evaluation.lib.simulators.simulators import simulated_protocol
+from evaluation.models import Job, Run, Simulation
 from leaderboard.lib import rank_tables
+from leaderboard.lib.trust import RULE as TRUST_RULE
 
-from .columns import Column, board_columns, fmt, metric_bounds, metric_summaries
+from .columns import Column, board_columns, fmt, metric_bounds, metric_rule, metric_summaries
 from .ranks import rank_snapshots
-from .runs import BoardRun, RunChoice, board_runs
+from .runs import (
+    BoardRun,
+    Coverage,
+    RunChoice,
+    board_runs,
+    coverage_from_param,
+    coverage_label,
+    coverages,
+    default_coverage,
+)
+from .trust import column_trust, trust_record
 
 DEFAULT_SORT = f"{SUITE_NAME}:recall@1"
 SCATTER_X, SCATTER_Y = f"{SUITE_NAME}:cgs", f"{SUITE_NAME}:recall@1"
@@ -37,6 +50,7 @@ class Cell:
     href: str = ""
     rank: int | None = None
     title: str = ""
+    rule: dict | None = None  # a rule the value rests on (T2R without a hit), shown beside it
 
 
 @dataclass
@@ -67,6 +81,18 @@ class Leaderboard:
     evaluators: list[str]
     has_more_columns: bool
     max_non_answer_share: float = 0.0  # in percent, for the page's note
+    coverage: str = ""  # the split set every row was evaluated on ("test", "dev+test", …)
+    coverages: list[Coverage] = field(default_factory=list)  # every split set with runs
+    trust: dict = field(default_factory=dict)  # column key -> Trust (the trust column)
+    trust_rule: str = TRUST_RULE
+
+    @property
+    def coverage_label(self) -> str:
+        return coverage_label(self.coverage)
+
+    @property
+    def other_coverages(self) -> list[Coverage]:
+        return [c for c in self.coverages if c.key != self.coverage]
 
     def column(self, key: str) -> Column | None:
         return next((c for c in self.columns if c.key == key), None)
@@ -76,25 +102,49 @@ class Leaderboard:
         return [] if index is None else [(row, row.cells[index]) for row in self.rows]
 
 
+class UnknownCoverage(ValueError):
+    """The requested split set has no runs on this leaderboard."""
+
+
 def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = "",
                 family: str = "", baselines: bool = True,
-                all_columns: bool = False) -> Leaderboard:
-    """The leaderboard as the viewer may see it: columns grouped by axis, one row per system,
-    cells with value, 95% CI, link to their run and tie-aware rank."""
-    choice = RunChoice.of(board_runs(benchmark=benchmark, protocol=protocol))
+                all_columns: bool = False, splits: str = "") -> Leaderboard:
+    """The leaderboard as the viewer may see it, for one coverage: only the runs evaluated on
+    exactly the split set SPLITS ("test" by default; "dev+test", …) are shown and ranked, so
+    every row's numbers rest on the same dialogues. Columns grouped by axis, one row per
+    system, cells with value, 95% CI, link to their run and tie-aware rank.
+
+    Raises UnknownCoverage when SPLITS names a split set no run of the viewer's was evaluated
+    on (and is not the default)."""
+    runs = board_runs(benchmark=benchmark, protocol=protocol)
+    by_coverage: dict[str, list[BoardRun]] = defaultdict(list)
+    for run in runs:
+        by_coverage[run.coverage].append(run)
+    # a system may have runs of several coverages: it counts in each one's ranking
+    available = coverages([run for group in by_coverage.values()
+                           for run in RunChoice.of(group).for_user(user)])
+    coverage = coverage_from_param(splits)
+    if not splits.strip():
+        coverage = default_coverage(available)
+    elif coverage not in {c.key for c in available}:
+        raise UnknownCoverage(
+            f"no run on this leaderboard was evaluated on the splits {coverage_label(coverage)}"
+            f"; choose one of: {', '.join(c.param for c in available) or 'none yet'}")
+    choice = RunChoice.of(by_coverage.get(coverage, []))
     shown = choice.for_user(user)
     summaries = metric_summaries([r.run_id for r in shown])
     columns, has_more = board_columns(shown, summaries, all_columns)
     evaluators = sorted({r.evaluator for r in shown})
-    snapshots = rank_snapshots(benchmark=benchmark, protocol=protocol, choice=choice,
-                               evaluators=evaluators) if shown else {}
+    snapshots = rank_snapshots(benchmark=benchmark, protocol=protocol, coverage=coverage,
+                               choice=choice, evaluators=evaluators) if shown else {}
     rows = _rows(shown, columns, summaries)
     _attach_ranks(rows, columns, snapshots)
     keys = {c.key for c in columns}
-    sort = sort if sort in keys or sort in ("system", "family") else (
-        DEFAULT_SORT if DEFAULT_SORT in keys else (columns[0].key if columns else "system"))
+    default = next((key for key in (DEFAULT_SORT, *(f"{e}:pc@10" for e in evaluators))
+                    if key in keys), columns[0].key if columns else "system")
+    sort = sort if sort in keys or sort in ("system", "family") else default
     rank_column = next((c for c in columns if c.key == sort), None) or next(
-        (c for c in columns if c.key == DEFAULT_SORT), columns[0] if columns else None)
+        (c for c in columns if c.key == default), columns[0] if columns else None)
     rank_index = columns.index(rank_column) if rank_column else None
     for row in rows:
         row.rank = row.cells[rank_index].rank if rank_index is not None else None
@@ -108,7 +158,8 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
     return Leaderboard(benchmark, protocol, columns, _axes(columns), rows, total, sort,
                        order or _default_order(columns, sort), rank_column, families,
                        dict(first.bootstrap) if first else {}, evaluators, has_more,
-                       100 * settings.MAX_NON_ANSWER_SHARE)
+                       100 * settings.MAX_NON_ANSWER_SHARE, coverage, available,
+                       column_trust(benchmark=benchmark, columns=columns, user=user))
 
 
 def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
@@ -131,7 +182,8 @@ def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
             text = fmt(value)
             ci = f"[{fmt(low)}, {fmt(high)}]" if low is not None else ""
             cells.append(Cell(value, text, ci, low, high, n, links[column.evaluator] + anchor,
-                              title=reason or f"{column.metric} {text}, 95% CI {ci}, n = {n}"))
+                              title=reason or f"{column.metric} {text}, 95% CI {ci}, n = {n}",
+                              rule=metric_rule(run, column.metric, summaries)))
         first = runs[sorted(runs)[0]]
         row = Row(runs.get(SUITE_NAME, first), runs, cells,
                   private=any(not r.public for r in runs.values()))
@@ -227,6 +279,34 @@ def leaderboard_scatter(board: Leaderboard, x_key: str = SCATTER_X,
     return data
 
 
+CHART_K = 10  # the PC_t chart's default cut-off (PEPPER's Fig. 3 plots PC over turns)
+
+
+def leaderboard_pc_chart(board: Leaderboard) -> dict | None:
+    """A `simulated-…` board's chart of PC_t@K over turns, one line per system shown (PEPPER
+    Fig. 3 style). K is the sorted column's when it is a preference metric (pc@K, pcir_avg@K,
+    recall@K), else CHART_K. None on other boards or when no row has a curve (one query)."""
+    evaluator = next((e for e in board.evaluators if e.startswith("simulation.")), None)
+    if evaluator is None or not board.rows:
+        return None
+    metric = board.sort.partition(":")[2] if board.sort.startswith(evaluator + ":") else ""
+    k = int(metric.split("@")[1]) if "@" in metric else CHART_K
+    runs = [row.runs[evaluator] for row in board.rows if evaluator in row.runs]
+    reports = dict(Simulation.objects.filter(run_id__in=[r.run_id for r in runs])
+                   .values_list("run_id", "report"))
+    series, turns = [], set()
+    for run in runs:
+        values = (reports.get(run.run_id) or {}).get(f"pc@{k}")
+        if values:
+            series.append((run.name, values))
+            turns.add(len(values))
+    if not series:
+        return None
+    chart = charts.turn_lines(series, y_label=f"PC_t@{k}")
+    chart.update(k=k, mixed_turns=len(turns) > 1)
+    return chart
+
+
 def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[dict]:
     """One flat record per (system, metric) shown, every number with its CI, n, rank and the
     run (evaluator, version, configuration hash) that produced it."""
@@ -243,22 +323,46 @@ def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[
                 "team": run.team, "baseline": run.is_baseline, "public": run.public,
                 "evaluator": run.evaluator, "evaluator_version": run.evaluator_version,
                 "config_hash": run.config_hash, "run": run.run_id,
+                "splits": board.coverage,
                 "run_url": run_url.format(run.run_id),
                 "axis": column.axis, "metric": column.metric, "direction": column.direction,
                 "value": cell.value, "ci_low": cell.ci_low, "ci_high": cell.ci_high,
                 "n": cell.n, "rank": cell.rank,
+                "rule": cell.rule["text"] if cell.rule else "",
+                "rule_dialogues": cell.rule["dialogues"] if cell.rule else None,
+                **trust_record(board.trust.get(column.key), request_base),
             })
     return records
 
 
 def benchmark_leaderboard_counts(benchmarks) -> dict[tuple[int, str], int]:
-    """(benchmark id, protocol) -> number of systems with a public succeeded run."""
+    """(benchmark id, protocol) -> number of systems with a public succeeded run (a
+    simulation's run counts on its simulator's `simulated-…` board, not on `log`)."""
     rows = Run.objects.filter(submission__benchmark__in=benchmarks,
                               job__status=Job.Status.SUCCEEDED)
+    simulated = set(Simulation.objects.filter(benchmark__in=benchmarks)
+                    .exclude(submission=None).values_list("submission_id", flat=True))
     counts: dict[tuple[int, str], set] = defaultdict(set)
-    for benchmark_id, protocol, system_id, public, baseline in rows.values_list(
-            "submission__benchmark_id", "submission__protocol", "submission__system_id",
-            "submission__is_public", "submission__system__is_baseline"):
+    for benchmark_id, protocol, submission_id, simulator, system_id, public, baseline in (
+            rows.values_list("submission__benchmark_id", "submission__protocol",
+                             "submission_id", "simulation__simulator",
+                             "submission__system_id", "submission__is_public",
+                             "submission__system__is_baseline")):
+        if simulator:
+            protocol = simulated_protocol(simulator)
+        elif submission_id in simulated:
+            continue  # another evaluator's run of a simulation's log submission
         if public or baseline:
             counts[(benchmark_id, protocol)].add(system_id)
     return {key: len(value) for key, value in counts.items()}
+
+
+def board_protocols(benchmarks) -> dict[int, list[str]]:
+    """Benchmark id -> its leaderboards' protocols: the submission protocols it declares, then
+    `simulated-<simulator>` for each simulator that finished a simulation on it (one query)."""
+    protocols = {b.pk: list(b.protocols or ["turn"]) for b in benchmarks}
+    finished = (Simulation.objects.filter(benchmark__in=benchmarks, run__isnull=False)
+                .values_list("benchmark_id", "simulator").distinct().order_by("simulator"))
+    for benchmark_id, simulator in finished:
+        protocols[benchmark_id].append(simulated_protocol(simulator))
+    return protocols

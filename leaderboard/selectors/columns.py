@@ -9,19 +9,24 @@ from functools import lru_cache
 
 from django.utils.text import slugify
 
-from evaluation.lib.metrics.suite import SUITE_NAME, metric_specs
+from evaluation.lib.metrics.recovery import no_hit_note
+from evaluation.lib.metrics.suite import HEADLINE_METRICS, SUITE_NAME, metric_specs
+from evaluation.lib.simulators.simulators import SIMULATORS
 from evaluation.models import MetricSummary
 
 from .runs import BoardRun
 
 AXIS_ORDER = ("Accuracy", "Grounding", "Recovery", "Practical value", "Text", "LLM judge",
-              "Human")
+              "Human", "preference elicitation")
 # The columns shown by default; `columns=all` adds every sensitivity variant. Evaluators not
 # listed here show all their metrics.
 HEADLINE = {
-    SUITE_NAME: ("recall@1", "recall@5", "mrr", "mr_recall@1", "gs", "cd", "pc", "cgs",
-                 "entailment", "tsr", "t2r", "rejection_recovery", "spatial_coherence",
-                 "route_km", "price_alignment", "itinerary_diversity", "bleu4", "rouge_l"),
+    SUITE_NAME: HEADLINE_METRICS,
+    # a simulated-… board (docs/simulation.md): PC_T@K, PCIR_avg@K and Recall@K; `all metrics`
+    # adds K = 1 and 20
+    **{f"simulation.{name}": tuple(f"{m}@{k}" for m in ("pc", "pcir_avg", "recall")
+                                   for k in (5, 10, 50))
+       for name in SIMULATORS},
 }
 
 
@@ -34,6 +39,8 @@ def metric_bounds(evaluator: str, metric: str) -> tuple[float | None, float | No
     """A metric's declared range (low, high; None = open) when the evaluator declares one."""
     if evaluator == SUITE_NAME:
         return _trace_bounds().get(metric, (None, None))
+    if evaluator.startswith("simulation."):
+        return (0.0, 1.0)  # shares of the users' targets
     return (None, None)
 
 
@@ -95,3 +102,14 @@ def board_columns(runs: list[BoardRun], summaries, all_columns: bool) -> tuple[l
         return axis, column.axis, within, order[(column.evaluator, column.metric)]
 
     return sorted(shown, key=position), len(shown) < len(columns)
+
+
+def metric_rule(run: BoardRun, metric: str, summaries) -> dict | None:
+    """A rule the number rests on, to show next to it: for the suite's T2R, what a dialogue
+    without a hit gets and how many dialogues that is (`t2r_no_hit`, a 0/1 per dialogue)."""
+    if run.evaluator != SUITE_NAME or metric != "t2r":
+        return None
+    flags = summaries.get(run.run_id, {}).get("t2r_no_hit")
+    if flags is None:
+        return None
+    return no_hit_note(run.t2r_no_hit, flags[2], flags[5])

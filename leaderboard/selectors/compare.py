@@ -9,14 +9,22 @@ from evaluation.lib import charts
 from evaluation.models import Run
 from evaluation.selectors.benchmarks import runs_compare
 
-from .columns import AXIS_ORDER, HEADLINE, fmt, metric_bounds
+from .columns import AXIS_ORDER, HEADLINE, Column, fmt, metric_bounds
+from .trust import column_trust
 
 
-def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False) -> dict:
+def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False, user=None) -> dict:
     """Paired differences A − B per metric with CIs and significance (statistics.md), grouped
-    by axis, and a forest plot of the bounded (0–1) headline metrics."""
+    by axis, each metric's trust (its best measured agreement with human labels, for USER),
+    and a forest plot of the bounded (0–1) headline metrics."""
     metrics = None if all_metrics else list(HEADLINE.get(run_a.evaluator, ())) or None
     rows = runs_compare(run_a=run_a, run_b=run_b, metrics=metrics)
+    trust = column_trust(
+        benchmark=run_a.submission.benchmark_id, user=user,
+        columns=[Column(run_a.evaluator, r["metric"], r["axis"], r["direction"]) for r in rows]
+    ) if user is not None else {}
+    for row in rows:
+        row["trust"] = trust.get(f"{run_a.evaluator}:{row['metric']}")
     headline = HEADLINE.get(run_a.evaluator, ())
 
     def position(row):

@@ -24,19 +24,21 @@ from ..models import RankSnapshot, RunClusterStats
 from .runs import RunChoice
 
 
-def rank_snapshots(*, benchmark, protocol: str, choice: RunChoice,
+def rank_snapshots(*, benchmark, protocol: str, coverage: str, choice: RunChoice,
                    evaluators: list[str]) -> dict[str, RankSnapshot]:
-    """Every evaluator's snapshot: the stored one when fresh, else an unsaved one computed
-    now (the slow path, until the background refresh has stored it)."""
+    """Every evaluator's snapshot of the runs of one COVERAGE (CHOICE holds only those): the
+    stored one when fresh, else an unsaved one computed now (the slow path, until the
+    background refresh has stored it)."""
     stored = {s.evaluator: s for s in RankSnapshot.objects.filter(
-        benchmark=benchmark, protocol=protocol, evaluator__in=evaluators)}
+        benchmark=benchmark, protocol=protocol, splits=coverage, evaluator__in=evaluators)}
     for evaluator in evaluators:
         candidates = choice.candidates(evaluator)
         snapshot = stored.get(evaluator)
         if snapshot is None or snapshot.run_ids != candidates:
             stored[evaluator] = rank_snapshot_compute(
                 benchmark_id=benchmark.pk, protocol=protocol, evaluator=evaluator,
-                run_ids=candidates, tables=cluster_tables_read(run_ids=candidates))
+                coverage=coverage, run_ids=candidates,
+                tables=cluster_tables_read(run_ids=candidates))
     return stored
 
 
@@ -66,7 +68,7 @@ def cluster_tables_read(*, run_ids: Sequence[int]) -> dict[int, rank_tables.Clus
     return tables
 
 
-def rank_snapshot_compute(*, benchmark_id: int, protocol: str, evaluator: str,
+def rank_snapshot_compute(*, benchmark_id: int, protocol: str, evaluator: str, coverage: str,
                           run_ids: Sequence[int],
                           tables: dict[int, rank_tables.ClusterTable]) -> RankSnapshot:
     """The snapshot of RUN_IDS as an unsaved model instance (the caller decides to store it)."""
@@ -79,5 +81,6 @@ def rank_snapshot_compute(*, benchmark_id: int, protocol: str, evaluator: str,
         n_resamples=bootstrap.get("n_resamples", 1000), seed=bootstrap.get("seed", 42),
         confidence=bootstrap.get("confidence", 0.95))
     return RankSnapshot(benchmark_id=benchmark_id, protocol=protocol, evaluator=evaluator,
-                        run_ids=list(run_ids), metrics=metrics, better=rank_tables.pack(better),
+                        splits=coverage, run_ids=list(run_ids), metrics=metrics,
+                        better=rank_tables.pack(better),
                         bootstrap=bootstrap, seconds=time.perf_counter() - started)

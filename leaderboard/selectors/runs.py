@@ -1,12 +1,22 @@
 """Which runs a leaderboard shows: per (system, evaluator), the newest succeeded run of the
 benchmark and protocol that the viewer may see — a published submission or a reference
-baseline for everyone, any submission for the system's owner and staff (marked private)."""
+baseline for everyone, any submission for the system's owner and staff (marked private).
+
+Only runs evaluated on the same splits are comparable: a run's *coverage* is the set of splits
+it was scored on (`Run.config["splits"]`), and a leaderboard shows and ranks one coverage at a
+time (`test` by default; docs/statistics.md, "Comparing systems").
+
+A `simulated-<simulator>` leaderboard shows the preference-coverage runs of the simulations
+made with that simulator (docs/simulation.md); the `log` leaderboard leaves out the log
+submissions that simulations made (they are scored on their own board, and would otherwise
+replace the system's real logs as its newest run)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evaluation.models import Job, Run
+from evaluation.lib.simulators.simulators import simulator_of_protocol
+from evaluation.models import Job, Run, Simulation
 
 
 @dataclass(frozen=True)
@@ -24,27 +34,94 @@ class BoardRun:
     team: str
     is_baseline: bool
     owner_id: int | None
+    t2r_no_hit: str | None = None  # the suite's T2R rule for dialogues without a hit
+    splits: tuple[str, ...] = ()
+
+    @property
+    def coverage(self) -> str:
+        return coverage_key(self.splits)
+
+
+DEFAULT_COVERAGE = "test"
+
+
+def coverage_key(splits) -> str:
+    """The key of a set of splits: sorted names joined by '+' ('dev+test'); '' for a run that
+    names none (a whole public data set)."""
+    return "+".join(sorted(set(splits or ())))
+
+
+def coverage_from_param(value: str) -> str:
+    """The coverage key a `splits` parameter names: 'dev,test', 'test+dev' or 'test dev' (a
+    '+' in a query string) -> 'dev+test'; 'all' -> '' (runs that name no split)."""
+    if value.strip().lower() == "all":
+        return ""
+    return coverage_key(value.replace(",", " ").replace("+", " ").split())
+
+
+def coverage_label(key: str) -> str:
+    return key.replace("+", " + ") if key else "all dialogues"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    key: str
+    label: str
+    systems: int  # systems with a run of this coverage the viewer sees
+
+    @property
+    def param(self) -> str:
+        """The value of the leaderboard's `splits` parameter that selects it."""
+        return self.key.replace("+", ",") or "all"
+
+
+def coverages(runs: list[BoardRun]) -> list[Coverage]:
+    """The split sets the runs were evaluated on, with how many systems each has; `test`
+    first, then by number of systems."""
+    systems: dict[str, set[int]] = {}
+    for run in runs:
+        systems.setdefault(run.coverage, set()).add(run.system_id)
+    keys = sorted(systems, key=lambda k: (k != DEFAULT_COVERAGE, -len(systems[k]), k))
+    return [Coverage(k, coverage_label(k), len(systems[k])) for k in keys]
+
+
+def default_coverage(available: list[Coverage]) -> str:
+    """`test` when some run was evaluated on exactly the test split, else the coverage with the
+    most systems."""
+    return available[0].key if available else DEFAULT_COVERAGE
 
 
 _RUN_FIELDS = ("pk", "evaluator", "evaluator_version", "config_hash", "submission__uuid",
                "submission__is_public", "submission__system_id", "submission__system__slug",
                "submission__system__name", "submission__system__family",
                "submission__system__team", "submission__system__is_baseline",
-               "submission__system__owner_id")
+               "submission__system__owner_id", "config__suite__t2r_no_hit", "config__splits")
 
 
-def board_runs(*, benchmark, protocol: str, system=None) -> list[BoardRun]:
-    """Succeeded runs of the benchmark and protocol, newest first (one query)."""
-    runs = Run.objects.filter(submission__benchmark=benchmark, submission__protocol=protocol,
-                              job__status=Job.Status.SUCCEEDED)
+def board_runs(*, benchmark, protocol: str, system=None,
+               coverage: str | None = None) -> list[BoardRun]:
+    """Succeeded runs of the benchmark and protocol, newest first (one query); only those
+    evaluated on exactly the splits COVERAGE when it is given."""
+    runs = Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
+    simulator = simulator_of_protocol(protocol)
+    if simulator is not None:
+        runs = runs.filter(evaluator=f"simulation.{simulator}", simulation__simulator=simulator)
+    else:
+        runs = runs.filter(submission__protocol=protocol).exclude(
+            submission_id__in=Simulation.objects.filter(benchmark=benchmark)
+            .exclude(submission=None).values("submission_id"))
     if system is not None:
         runs = runs.filter(submission__system=system)
     out = []
     for row in runs.order_by("-created_at", "-pk").values_list(*_RUN_FIELDS):
         (pk, evaluator, version, config, uuid, is_public, system_id, slug, name, family, team,
-         is_baseline, owner_id) = row
-        out.append(BoardRun(pk, evaluator, version, config, str(uuid), is_public or is_baseline,
-                            system_id, slug, name, family, team, is_baseline, owner_id))
+         is_baseline, owner_id, no_hit_rule, splits) = row
+        run = BoardRun(pk, evaluator, version, config, str(uuid), is_public or is_baseline,
+                       system_id, slug, name, family, team, is_baseline, owner_id,
+                       no_hit_rule if isinstance(no_hit_rule, str) else None,
+                       tuple(sorted(set(splits or ()))))
+        if coverage is None or run.coverage == coverage:
+            out.append(run)
     return out
 
 

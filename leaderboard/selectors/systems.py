@@ -12,8 +12,9 @@ from evaluation.lib import charts
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.models import Benchmark, Dialogue, Job, Run, Split, Submission, UnitScore
 
-from .columns import HEADLINE, board_columns, fmt, metric_bounds, metric_summaries
+from .columns import HEADLINE, board_columns, fmt, metric_bounds, metric_rule, metric_summaries
 from .runs import BoardRun
+from .trust import column_trust
 
 TIER_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr")
 DIALOGUE_METRICS = ("recall@1", "gs", "cgs")
@@ -35,11 +36,15 @@ def system_boards(*, system, user) -> list[tuple[object, str]]:
     return [(benchmarks[b], protocol) for b, protocol, _ in pairs]
 
 
-def system_results(*, runs: list[BoardRun]) -> list[tuple[str, list[dict], list[dict]]]:
+def system_results(*, runs: list[BoardRun], benchmark=None, user=None
+                   ) -> list[tuple[str, list[dict], list[dict]]]:
     """The system's metrics grouped by axis — (axis, all rows, headline rows) — each with its
-    CI and a link to the run that produced it."""
+    CI, a link to the run that produced it and, given BENCHMARK and USER, its trust (best
+    measured agreement with human labels, `selectors.trust`)."""
     summaries = metric_summaries([r.run_id for r in runs])
     columns, _ = board_columns(runs, summaries, all_columns=True)
+    trust = column_trust(benchmark=benchmark, columns=columns, user=user) \
+        if benchmark is not None and user is not None else {}
     by_evaluator = {r.evaluator: r for r in runs}
     groups: dict[str, list[dict]] = defaultdict(list)
     for column in columns:
@@ -52,6 +57,8 @@ def system_results(*, runs: list[BoardRun]) -> list[tuple[str, list[dict], list[
             "reason": reason,
             "headline": column.metric in HEADLINE.get(column.evaluator, (column.metric,)),
             "href": reverse("run_detail", args=[run.run_id]) + column.anchor,
+            "rule": metric_rule(run, column.metric, summaries),
+            "trust": trust.get(column.key),
         })
     return [(axis, rows, [r for r in rows if r["headline"]]) for axis, rows in groups.items()]
 
@@ -81,7 +88,7 @@ def _tier_key(tier: str):
 
 
 def system_tiers(*, run_id: int, benchmark) -> dict | None:
-    """Headline metrics by difficulty tier with cluster-bootstrap CIs (non-hidden dialogues)."""
+    """Headline metrics by difficulty tier with studentized cluster CIs (non-hidden dialogues)."""
     dialogues = _public_dialogues(benchmark)
     values: dict[tuple[str, str], tuple[list, list]] = defaultdict(lambda: ([], []))
     rows = (UnitScore.objects.filter(run_id=run_id, metric__in=TIER_METRICS)

@@ -15,6 +15,13 @@ from django.utils.safestring import SafeString, mark_safe
 register = template.Library()
 
 
+def _rule(rule: dict | None) -> str:
+    if not rule:
+        return ""
+    return (f'<span class="rule" title="T2R of a dialogue without a correct recommendation: '
+            f'{escape(rule["rule_text"])}">{escape(rule["text"])}</span>')
+
+
 @register.filter
 def metric_cells(cells) -> SafeString:
     parts = []
@@ -24,7 +31,7 @@ def metric_cells(cells) -> SafeString:
             parts.append(
                 f'<td class="num val{best}"><a href="{escape(cell.href)}" '
                 f'title="{escape(cell.title)}">{escape(cell.text)}</a>'
-                f'<span class="ci">{escape(cell.ci)}</span></td>')
+                f'<span class="ci">{escape(cell.ci)}</span>{_rule(cell.rule)}</td>')
         else:
             parts.append(f'<td class="num val"><span class="muted" '
                          f'title="{escape(cell.title)}">—</span></td>')

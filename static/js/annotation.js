@@ -52,6 +52,19 @@
     dirty = false;
     setStatus("Saving…", "saving");
   });
+  // base.html's responseHandling swaps 503 answers in site-wide (the "queue unavailable"
+  // fragment); a failed draft save must not replace the status line, or the retry message
+  // below has nowhere to go. htmx fires beforeSwap on the *target* (#save-status, outside
+  // the form), so the listener sits on the document and picks out this form's requests (a
+  // listener on the form never hears it).
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const detail = event.detail;
+    if (detail.elt !== form && detail.requestConfig?.elt !== form) return;
+    if (detail.xhr.status < 200 || detail.xhr.status > 299) {
+      detail.shouldSwap = false;
+      detail.isError = true;
+    }
+  });
   form.addEventListener("htmx:afterRequest", (event) => {
     if (event.detail.successful) {
       savedFocusMs = focusedMs;

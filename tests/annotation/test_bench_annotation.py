@@ -77,3 +77,15 @@ def test_another_tool_is_measured_with_the_same_loop(capsys):
         call_command("bench_annotation", "--against", "http://example.org/tasks/{n}/")
     with pytest.raises(CommandError, match="session cookie's value alone"):
         call_command("bench_annotation", "--against", url, "--session", "abc\r\nX-Evil: 1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_replay_serves_the_plans_requests_in_process(tmp_path, capsys):
+    """--seed-only then --replay: the instruction-count check of docs/performance.md."""
+    plan = tmp_path / "plan.json"
+    call_command("bench_annotation", "--seed-only", str(plan), "--annotators", "2",
+                 "--items", "2")
+    capsys.readouterr()
+    call_command("bench_annotation", "--replay", str(plan), "--rounds", "2")
+    # 2 rounds x 2 annotators x (item page 200, submission redirected onwards 307)
+    assert capsys.readouterr().out.strip() == "8 requests, statuses [200, 307]"

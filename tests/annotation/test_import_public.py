@@ -88,8 +88,13 @@ def test_crs_arena_eval_metric_correlation_per_dataset(client, staff, tmp_path):
 
     client.force_login(staff)
     html = client.get(reverse("annotation:study_report", args=[study.slug]),
-                      {"evaluator": "external:length", "by": "source_dataset"}).content.decode()
-    assert "opendialkg" in html and "0.234" in html
+                      {"evaluator": "external:length", "by": "source_dataset",
+                       "aspect": "relevance"}).content.decode()
+    assert "0.234" in html.split('id="correlation-all"')[0]  # the headline row, chosen aspect
+    every_row = client.get(reverse("annotation:study_report", args=[study.slug]),
+                           {"evaluator": "external:length", "by": "source_dataset",
+                            "aspect": "relevance", "rows": "all"}).content.decode()
+    assert "opendialkg" in every_row.split('id="correlation-all"')[1]  # per-dataset rows
     assert "publishes only labels aggregated over annotators" in html
 
     client.logout()  # the metric leaderboard of a public data set is public

@@ -83,8 +83,9 @@ def test_the_database_rejects_scale_values_out_of_range(annotator, assignment):
 def test_the_server_rejects_no_errors_combined_with_errors(client, annotator, assignment):
     client.force_login(annotator)
     _, _, submit = urls(assignment)
-    response = client.post(submit, answers(assignment, error=["no_errors", "too_vague"]))
-    assert response.status_code == 400
+    response = client.post(submit, answers(assignment, error=["no_errors", "too_vague"]),
+                           follow=True)
+    assert refused_with_redirect(response, assignment)
     assert "cannot be combined" in response.content.decode()
     assert not Annotation.objects.exists()
 
@@ -93,8 +94,13 @@ def test_an_incomplete_submission_is_kept_as_a_draft_and_explained(client, annot
                                                                    assignment):
     client.force_login(annotator)
     page, _, submit = urls(assignment)
-    response = client.post(submit, {"likert-naturalness": "4"})
-    assert response.status_code == 400 and "Rate Informativeness." in response.content.decode()
+    response = client.post(submit, {"likert-naturalness": "4"}, follow=True)
+    assert refused_with_redirect(response, assignment)
+    assert "Rate Informativeness." in response.content.decode()
+    # post/redirect/get: reloading the explanation is a GET that shows it again
+    again = client.get(response.redirect_chain[-1][0])
+    assert "Rate Informativeness." in again.content.decode()
+    assert not Annotation.objects.exists()
     assert Draft.objects.get(assignment=assignment).values == {"likert": {"naturalness": 4}}
 
 
@@ -230,8 +236,8 @@ def test_citation_verdicts_start_unset_and_a_skipped_quote_is_refused_by_name(
     assert 'name="citation-0"' in rows and " checked" not in rows
     data = answers(assignment)
     del data[f"citation-{layout.quote_count - 1}"]
-    response = client.post(submit, data)
-    assert response.status_code == 400
+    response = client.post(submit, data, follow=True)
+    assert refused_with_redirect(response, assignment)
     shown = response.content.decode()
     assert f"choose a verdict for quote {layout.quote_count}." in shown
     assert not Annotation.objects.filter(item=assignment.item).exists()
@@ -247,3 +253,19 @@ def test_stored_verdicts_keep_their_values(client, annotator, member):
     page = client.get(urls(assignment)[0]).content.decode()
     rows = page.split('id="form-citation"')[1].split("</section>")[0]
     assert 'value="partial" data-key="2" checked' in rows
+
+
+def refused_with_redirect(response, assignment) -> bool:
+    """A refused submit answers 303 to the item page (a GET), never a page at the POST URL."""
+    (url, status), = response.redirect_chain
+    return status == 303 and url.startswith(
+        reverse("annotation:item_detail", args=[assignment.item.study.slug,
+                                                assignment.position]) + "?errors=") \
+        and response.status_code == 200
+
+
+def test_carried_errors_are_signed_and_tied_to_the_assignment(client, annotator, assignment):
+    client.force_login(annotator)
+    page, _, _ = urls(assignment)
+    forged = client.get(page + "?errors=%3Cscript%3Ealert(1)%3C/script%3E").content.decode()
+    assert "Not submitted yet" not in forged and "alert(1)" not in forged

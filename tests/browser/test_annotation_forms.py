@@ -143,7 +143,10 @@ def test_autosave_survives_a_reload_and_focused_time_is_recorded(page, annotate,
     assert assignment.focused_ms > 0
 
 
-def test_a_failed_autosave_says_so_and_retries(page, annotate, tiny_benchmark, author):
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_failed_autosave_says_so_and_retries(page, annotate, tiny_benchmark, author, status):
+    """A 503 too: base.html swaps 503 answers in site-wide, and a draft's 503 used to replace
+    the status line with its body, so the retry message had nowhere to go."""
     study = make_study(tiny_benchmark, author)
     assignment = annotate(study)
     failures = []
@@ -151,7 +154,8 @@ def test_a_failed_autosave_says_so_and_retries(page, annotate, tiny_benchmark, a
     def fail_once(route):
         if not failures:
             failures.append(route.request.url)
-            route.fulfill(status=500, body="busy")
+            route.fulfill(status=status, body="<p>The task queue is unavailable</p>",
+                          content_type="text/html")
         else:
             route.continue_()
 
@@ -160,6 +164,7 @@ def test_a_failed_autosave_says_so_and_retries(page, annotate, tiny_benchmark, a
     page.wait_for_function(
         "() => (document.getElementById('save-status')?.textContent || '')"
         ".startsWith('Not saved yet')")
+    assert "queue is unavailable" not in page.content()
     page.wait_for_function(  # the retry, two seconds later, lands
         "() => (document.getElementById('save-status')?.textContent || '').startsWith('Saved')",
         timeout=8000)

@@ -76,16 +76,29 @@ def test_crs_arena_eval_report_and_public_metric_leaderboard(page, live_server, 
     page.goto(f"/studies/{study.slug}/report/?evaluator=external:length&by=source_dataset")
     heatmap = page.locator("#coupling svg.heatmap").first
     assert heatmap.locator("rect.cell").count() == 7 * 7  # the seven dialogue-level labels
+    assert not page.locator("#coupling").evaluate("d => d.open")  # collapsed
+    # Plots of the chosen aspect and metric only: the filters choose them.
+    page.select_option("#correlation select[name=aspect]", "relevance")
+    page.wait_for_function("() => document.querySelector('#plots figure')"
+                           " && document.querySelector('#plots figure').dataset.aspect"
+                           " === 'relevance'")
+    assert "aspect=relevance" in page.url  # htmx pushed the filter into the address
     plots = page.locator("#correlation figure.scatter-figure")
-    counts = {plots.nth(i).get_attribute("data-metric"):
-              plots.nth(i).locator("circle.pt").count() for i in range(plots.count())}
-    assert counts == {"assistant_turns": 467, "response_length": 2230}
-    curves = page.locator("#correlation figure.curve-figure")  # sample efficiency, per metric
-    assert {curves.nth(i).get_attribute("data-metric") for i in range(curves.count())} == {
-        "assistant_turns", "response_length"}
-    for i in range(curves.count()):
-        assert curves.nth(i).locator("circle.curve-dot").count() >= 3
-        assert curves.nth(i).locator("polygon.curve-band").count() == 1
+    assert plots.count() == 1
+    assert plots.first.get_attribute("data-metric") == "response_length"
+    assert plots.first.locator("circle.pt").count() == 2230
+    page.goto(f"/studies/{study.slug}/report/?evaluator=external:length&by=source_dataset"
+              "&aspect=dialogue_overall")
+    plots = page.locator("#correlation figure.scatter-figure")
+    assert {plots.nth(i).get_attribute("data-metric") for i in range(plots.count())} == {
+        "assistant_turns"}
+    assert plots.first.locator("circle.pt").count() == 467
+    curves = page.locator("#correlation figure.curve-figure")  # sample efficiency
+    assert curves.count() == 1 and curves.first.locator("circle.curve-dot").count() >= 3
+    assert curves.first.locator("polygon.curve-band").count() == 1
+    assert page.locator("#table-item_level").count() == 0  # every row: when asked for
+    page.locator("#correlation-all summary").click()  # htmx computes and shows every row
+    page.wait_for_selector("#correlation-all[open] #table-item_level")
     assert "opendialkg" in page.locator("#table-item_level").inner_text()
     screenshot(page, "report-crs-arena-eval")
 
@@ -103,9 +116,10 @@ def test_ab_redial_report_shows_agreement_with_intervals_and_leave_one_out(page,
                                         author=staff)
     log_in(page, live_server, staff)
     page.goto(f"/studies/{study.slug}/report/")
-    rows = page.locator("#table-agreement tbody tr")
-    assert rows.count() == 16  # 8 fields × (ordinal, interval)
+    rows = page.locator("#table-agreement_headline tbody tr")
+    assert rows.count() == 8  # the headline: each field at its own level
     assert "[" in rows.first.inner_text()  # every alpha has its interval
+    assert page.locator("#table-agreement tbody tr").count() == 16  # collapsed: both levels
     assert page.locator("#table-leave_one_out tbody tr").count() == 5
     assert page.locator("#table-worst_pairs tbody tr").count() == 5
     assert page.locator("#coupling svg.heatmap rect.cell").count() == 5 * 5

@@ -54,3 +54,18 @@ def test_the_simulation_form_refuses_metadata_and_runs_a_local_endpoint(
     page.locator("#simulation details.sim-dialogue summary").first.click()
     assert page.locator("#simulation .hidden-profile").first.is_visible()
     screenshot(page, "simulation-run")
+
+
+def test_an_endpoint_without_a_scheme_reaches_the_server(page, sim_benchmark, researcher):
+    """<input type="url"> refused "169.254.169.254/…" in the browser although the server
+    accepts a link without a scheme (assume_scheme): now the server answers it."""
+    system = system_create(name="Schemeless CRS", owner=researcher)
+    log_in(page)
+    page.goto(f"/systems/{system.slug}/simulate/")
+    assert page.locator("input[name=endpoint]").get_attribute("type") == "text"
+    page.fill("input[name=endpoint]", "169.254.169.254/latest/meta-data/")
+    page.select_option("select[name=benchmark]", sim_benchmark.slug)
+    page.click("#simulate-form button[type=submit]")
+    alert = page.locator("#simulate-form .error[role=alert]")
+    assert "link-local" in alert.inner_text()  # the server's answer: the browser let it through
+    assert not Simulation.objects.exists()

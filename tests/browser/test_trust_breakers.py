@@ -90,3 +90,72 @@ def test_pages_fit_a_phone_width_screen(page, live_server, tiny_benchmark, resea
             wide.append((path, overflow, culprits))
     screenshot(page, "phone-signup")
     assert not wide, wide
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_scenario_and_attributes_read_as_words_and_fit(page, live_server, tiny_benchmark, width):
+    """The scenario panel showed raw dicts ({'max_price': 2}) and was clipped; item pages
+    showed snake_case keys and Python's True/False."""
+    from evaluation.models import Dialogue, Item
+
+    dialogue = Dialogue.objects.get(benchmark=tiny_benchmark, external_id="d1")
+    dialogue.scenario = {
+        "persona": {"name": "Ana", "travel_style": "slow_and_quiet", "has_car": False},
+        "constraints": [{"kind": "max_price", "value": 2}, {"kind": "needs_parking",
+                                                             "value": True}],
+        "long_note": "averyveryverylongwordwithoutanyspaces" * 6,
+    }
+    dialogue.save(update_fields=["scenario"])
+    Item.objects.filter(benchmark=tiny_benchmark, external_id="r1").update(
+        attributes={"free_parking": True, "wheelchair_access": False, "noise": "quiet"})
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/benchmarks/tiny/dialogues/d1/")
+    panel = page.locator("aside.scenario")
+    text = panel.inner_text()
+    assert "{" not in text and "True" not in text and "False" not in text
+    assert "travel style: slow_and_quiet" in text and "has car: no" in text
+    assert panel.evaluate("el => el.scrollWidth - el.clientWidth") <= 1, "clipped sideways"
+    screenshot(page, f"dialogue-scenario-{width}")
+    page.goto("/benchmarks/tiny/items/r1/")
+    attributes = page.locator("dl.kv").inner_text()
+    assert "free parking" in attributes and "yes" in attributes and "no" in attributes
+    assert "free_parking" not in attributes and "True" not in attributes
+    screenshot(page, f"item-attributes-{width}")
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_leaderboard_split_selector_and_empty_report(page, live_server, tiny_benchmark,
+                                                     researcher, author, tmp_path, width):
+    from evaluation.services.runs import run_create, run_process
+    from evaluation.services.submissions import submission_create, system_create
+    from tests.support.leaderboard import make_world
+    from tests.support.submissions import tiny_lines, write_lines
+
+    make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)
+    partial = system_create(name="Test-only", owner=researcher, family="LLM")
+    lines = [line for line in tiny_lines() if line["dialogue_id"] == "d2"]
+    submission = submission_create(system=partial, benchmark=tiny_benchmark, user=researcher,
+                                   path_or_file=write_lines(tmp_path / "p.jsonl", lines))
+    submission.is_public = True
+    submission.save(update_fields=["is_public"])
+    run_process(job_id=run_create(submission=submission, user=researcher, enqueue=False).job_id)
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/leaderboards/tiny/turn/")
+    rows = page.locator("tbody tr.lb-row")
+    assert rows.count() == 1 and "Test-only" in rows.first.inner_text()
+    screenshot(page, f"leaderboard-test-split-{width}")
+    page.select_option("select[name=splits]", label="hidden + test + train (1 system)")
+    page.wait_for_function("() => document.querySelectorAll('tbody tr.lb-row').length === 1 && "
+                           "!document.querySelector('tbody').innerText.includes('Test-only')")
+    assert "splits=hidden" in page.url
+    screenshot(page, f"leaderboard-full-split-{width}")
+    overflow = page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1
+    study = make_study(tiny_benchmark, author, slug="empty-study")
+    log_in(page, live_server, author)
+    page.goto(f"/studies/{study.slug}/report/")
+    assert page.locator("#report-empty").is_visible()
+    screenshot(page, f"report-empty-{width}")
+    assert page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 1

@@ -21,8 +21,8 @@ from evaluation.lib.formats.submission import (
 )
 from evaluation.lib.metrics.suite import SuiteConfig, evaluate_submission
 from evaluation.lib.rankers import BASELINES, baseline_class, generate_submission
-from evaluation.models import Job, System
-from evaluation.services.reference_baselines import baselines_ensure
+from evaluation.models import Job, Run, System
+from evaluation.services.reference_rankers import baselines_ensure
 
 SPLIT = "test"
 
@@ -131,8 +131,12 @@ def test_baselines_ensure_is_idempotent(tiny_benchmark, tmp_path, settings):
     (_, run, created), = first
     assert created and run.job.status == Job.Status.SUCCEEDED
     assert run.submission.is_public, "reference baselines are public without being published"
+    # leaderboards rank one split set at a time (test by default): a test-only run beside it
+    test_runs = Run.objects.filter(submission=run.submission, config__splits=["test"])
+    assert run.config["splits"] != ["test"] and test_runs.count() == 1
+    assert test_runs.get().job.status == Job.Status.SUCCEEDED
     (_, again, created), = baselines_ensure(benchmark=tiny_benchmark, names=["popularity"])
-    assert not created and again.pk == run.pk
+    assert not created and again.pk == run.pk and test_runs.count() == 1
     assert System.objects.filter(is_baseline=True).count() == 1
 
 

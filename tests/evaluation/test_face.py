@@ -322,4 +322,6 @@ def test_a_refused_connection_is_reported_as_such(study, llm_settings):
                      model="openai/nobody-home", api_base="http://127.0.0.1:9/v1")
     message = str(raised.value)
     assert "connection refused at http://127.0.0.1:9/v1" in message
-    assert "InternalServerError" not in message and "failed calls:" in message
+    assert "InternalServerError" not in message
+    assert re.search(r"LLM usage \(openai/nobody-home\): 0 calls answered.*; [1-9]\d* failed",
+                     message)

@@ -6,11 +6,11 @@ import json
 import re
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from evaluation.lib.metrics.suite import SUITE_VERSION
 from evaluation.models import Submission
-from evaluation.services.llm_baselines import NO_ANSWER
+from evaluation.services.llm_responders import NO_ANSWER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,3 +91,27 @@ def test_rag_citation_retries_the_quote_check_and_stores_a_failed_turn_as_a_non_
     non_answer = run.summaries.get(metric="non_answer")
     assert (non_answer.value, non_answer.n) == (0.25, 4)
     assert not run.unit_scores.filter(unit_id="d2#1").exclude(metric="non_answer").exists()
+
+
+def test_limit_answers_only_the_first_turns_and_stores_nothing(llm_server, llm_settings,
+                                                               tiny_benchmark):
+    def answer(request):
+        ids = candidate_ids(request.prompt_text)
+        return json.dumps({"ranked_item_ids": ids[:2], "response": f"Try {ids[0]}."})
+
+    server = llm_server(answer)
+    out = io.StringIO()
+    call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug, limit=2,
+                 model="openai/scripted-llm", api_base=server.api_base, no_progress=True,
+                 stdout=out)
+    text = out.getvalue()
+    assert server.request_count == 2  # the first two of the tiny benchmark's four turns
+    assert "A trial of 2 turns: nothing stored or evaluated." in text
+    assert text.count("#") == 2 and "d1#1: Try " in text
+    assert "2 calls answered: 2 by the model, 0 from the cache" in text
+    assert not Submission.objects.exists()
+    with pytest.raises(CommandError, match="--limit is for LLM baselines"):
+        call_command("run_baseline", "popularity", benchmark=tiny_benchmark.slug, limit=2)
+    with pytest.raises(CommandError, match="at least 1"):
+        call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug, limit=0,
+                     model="openai/scripted-llm", api_base=server.api_base)

@@ -29,7 +29,8 @@ def test_evaluate_core_from_the_command_line_then_again_for_free(llm_server, llm
     first = evaluate(evaluator="core", submission=str(path), model="openai/scripted-judge",
                      api_base=server.api_base, no_debate=True)
     assert "core 1.0.0" in first and "core.coherence" in first and "LLM judge" in first
-    assert "LLM usage (openai/scripted-judge): 26 calls" in first
+    assert ("LLM usage (openai/scripted-judge): 26 calls answered: 26 by the model, 0 from "
+            "the cache (free)") in first
     assert "cost unknown (no price for this model)" in first
 
     submission = Submission.objects.get()
@@ -41,6 +42,24 @@ def test_evaluate_core_from_the_command_line_then_again_for_free(llm_server, llm
     assert again["usage"]["calls"] == 0 and again["usage"]["cached_calls"] == 26
     assert again["metrics"]["core.coherence"]["value"] == 4
     assert Run.objects.count() == 2
+    # The printed summary of a fully cached re-run agrees with itself on every line: no call
+    # reached the model, so no paid token and $0; all 26 (and their tokens) came from the cache.
+    text = evaluate(evaluator="core", submission_id=submission.pk,
+                    model="openai/scripted-judge", api_base=server.api_base, no_debate=True)
+    usage = again["usage"]
+    cached_tokens = usage["cached_prompt_tokens"] + usage["cached_completion_tokens"]
+    assert cached_tokens > 0 and usage["total_tokens"] == 0 and usage["cost_usd"] == 0
+    assert ("26 calls answered: 0 by the model, 26 from the cache (free); 0 failed\n"
+            "  paid (by the model): 0 prompt + 0 completion tokens, cost $0.000000\n"
+            f"  from the cache: {usage['cached_prompt_tokens']} prompt + "
+            f"{usage['cached_completion_tokens']} completion tokens, cost $0\n") in text
+    stages = usage["stages"]
+    assert sum(stage["cached_calls"] for stage in stages.values()) == 26
+    for name, stage in stages.items():
+        assert (f"  {name}: 0 calls by the model (0 tokens), {stage['cached_calls']} from the "
+                f"cache ({stage['cached_prompt_tokens'] + stage['cached_completion_tokens']} "
+                "tokens)") in text
+    assert server.request_count == 26
 
 
 def test_evaluate_refuses_an_llm_evaluator_without_a_model(llm_settings, tiny_benchmark,

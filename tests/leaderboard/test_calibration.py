@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from scipy import stats
 
 from leaderboard.lib.calibration import (
@@ -51,3 +52,25 @@ def test_checks_are_reproducible():
     first = run_checks(5, dialogue_counts=(10,))
     again = run_checks(5, dialogue_counts=(10,))
     assert [c.values for c in first] == [c.values for c in again]
+
+
+def test_alpha_checks_run_through_the_report_code_path_and_can_run_alone(capsys):
+    call_command("bench_calibration", "--reps", "20", "--dialogues", "10", "--only",
+                 "alpha_interval", "alpha_nominal", "--json")
+    payload = json.loads(capsys.readouterr().out)
+    assert [c["key"] for c in payload["checks"]] == ["alpha_interval", "alpha_nominal"]
+    assert all("agreement.alpha_with_ci" in c["code_path"] for c in payload["checks"])
+    assert payload["checks"][0]["values"]["10"] >= 0.75  # a broken interval fails this
+    with pytest.raises(CommandError, match="unknown check"):
+        call_command("bench_calibration", "--reps", "1", "--only", "alpha_ratio")
+
+
+def test_population_alpha_of_the_design():
+    # Interval: unit variance 0.6 over total 1. Nominal: the bivariate-normal value agrees with
+    # one large simulated study.
+    from evaluation.lib.stats.agreement import compute_alpha
+    from leaderboard.lib.calibration import _ratings, true_alpha
+
+    assert true_alpha("interval") == 0.6
+    big = _ratings(np.random.default_rng(5), 100_000, "nominal")
+    assert compute_alpha(big, "nominal").value == pytest.approx(true_alpha("nominal"), abs=0.01)

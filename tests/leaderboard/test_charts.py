@@ -90,3 +90,32 @@ def test_scatter_colours_points_by_group_with_a_legend():
     assert [item["label"] for item in data["legend"]] == ["x", "y"]
     assert data["points"][0]["fill"] == data["points"][2]["fill"] != data["points"][1]["fill"]
     assert charts.scatter([], x_label="m", y_label="h")["x_ticks"] == []
+
+
+def test_turn_lines_place_turns_and_values_by_hand():
+    from evaluation.lib.charts import PALETTE, turn_lines
+
+    chart = turn_lines([("A", [0.1, 0.2, 0.3]), ("B", [0.05, None, 0.1, 0.4])], y_label="PC")
+    # Plot box: x 52..470 for turns 1..4 (the longer series), y 236 (0) .. 12 (top value).
+    assert chart["plot"] == {"left": 52, "right": 470, "top": 12, "bottom": 236}
+    # Largest value 0.4: the top is the first round tick at or above it, 0.4.
+    a, b = chart["lines"]
+    assert [(p["x"], p["y"]) for p in a["points"]] == [
+        (52.0, 236 - 0.1 / 0.4 * 224), (round(52 + 418 / 3, 1), 236 - 0.2 / 0.4 * 224),
+        (round(52 + 2 * 418 / 3, 1), round(236 - 0.3 / 0.4 * 224, 1))]
+    assert [p["turn"] for p in b["points"]] == [1, 3, 4]  # None leaves turn 2 out
+    assert (a["colour"], b["colour"]) == PALETTE[:2] and b["final"] == 0.4
+    assert [label for _, label in chart["x_ticks"]] == ["1", "2", "3", "4"]
+    assert [label for _, label in chart["y_ticks"]] == ["0.0", "0.1", "0.2", "0.3", "0.4"]
+
+
+def test_turn_lines_top_is_a_round_value_above_the_largest():
+    from evaluation.lib.charts import turn_lines
+
+    # 0.521: round steps of 0.2 → the top is 0.6, not 0.521 (a line must not touch the top
+    # without a tick), and the largest point sits below it.
+    chart = turn_lines([("A", [0.4, 0.521])], y_label="PC")
+    assert chart["y_ticks"][-1][1] == "0.6"
+    assert chart["lines"][0]["points"][1]["y"] > chart["plot"]["top"]
+    assert turn_lines([("A", [1.0])], y_label="PC")["y_ticks"][-1][1] == "1.00"
+    assert turn_lines([("A", [0.0, 0.0])], y_label="PC")["y_ticks"][-1][1] == "0.100"

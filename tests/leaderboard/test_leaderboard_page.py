@@ -188,7 +188,9 @@ def test_query_count_does_not_grow_with_the_number_of_systems(client, django_ass
         rank_snapshots_refresh(benchmark=Benchmark.objects.get(slug=slug), protocol="turn")
     with CaptureQueriesContext(connection) as queries:
         client.get(few)
-    assert len(queries) <= 4  # benchmark, runs, summaries, rank snapshots
+    # benchmark, its boards (simulated-… protocols), runs, summaries, rank snapshots, and the
+    # trust row's stored correlations
+    assert len(queries) <= 6
     with django_assert_num_queries(len(queries)):
         page = client.get(many).content.decode()
     assert len(system_rows(page)) == 30
@@ -224,3 +226,30 @@ def test_a_system_that_did_not_answer_shows_the_count_and_is_not_ranked(
     assert "correction over all pairs of systems" in page  # the page says which correction
     detail = client.get(reverse("run_detail", args=[run.pk]))
     assert f"{turns} of {turns} evaluated turns were not answered" in detail.content.decode()
+
+
+def test_t2r_shows_its_no_hit_rule_and_how_many_dialogues_it_applies_to(client, board_world):
+    # Echo hits in every dialogue (d1 on its 2nd recommend turn, d2 and d3 on the 1st): the
+    # rule applies to none. Reverse (rankings reversed) hits d1 on turn 1 (r1 is gold there)
+    # and misses d2 (gold h1, ranked second) and d3 (gold r1, ranked third): T2R = 1, 2, 2,
+    # and the rule "turns + 1" applies to 2 of the 3 dialogues.
+    page = client.get(BOARD).content.decode()
+    base = page.split('data-system="baseline-reverse"')[1].split("</tr>")[0]
+    echo = page.split('data-system="echo"')[1].split("</tr>")[0]
+    assert ">1.667</a>" in base
+    assert '<span class="rule"' in base and "no hit: turns + 1 (2 of 3 dialogues)" in base
+    assert "no hit: turns + 1 (0 of 3 dialogues)" in echo
+    url = reverse("leaderboard:board_export", args=["tiny", "turn", "csv"])
+    rows = list(csv.DictReader(io.StringIO(client.get(url).content.decode())))
+    t2r = {r["system_slug"]: r for r in rows if r["metric"] == "t2r"}
+    assert t2r["baseline-reverse"]["rule"] == "no hit: turns + 1 (2 of 3 dialogues)"
+    assert t2r["baseline-reverse"]["rule_dialogues"] == "2"
+    assert {r["rule"] for r in rows if r["metric"] != "t2r"} == {""}
+    api = client.get(reverse("leaderboard:api_leaderboard", args=["tiny"])).json()
+    reverse_row = next(s for s in api["systems"] if s["slug"] == "baseline-reverse")
+    assert reverse_row["metrics"]["trace:t2r"]["rule"] == {
+        "rule": "penalize", "rule_text": "turns + 1", "dialogues": 2, "of": 3,
+        "text": "no hit: turns + 1 (2 of 3 dialogues)"}
+    _, run = board_world["runs"]["base"]
+    detail = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "no hit: turns + 1 (2 of 3 dialogues)" in detail

@@ -217,11 +217,21 @@ class Command(BaseCommand):
         parser.add_argument("--session", default="", help="with --against: its session cookie")
         parser.add_argument("--tasks", type=int, default=60,
                             help="with --against: how many values {n} takes")
-        parser.add_argument("--seed-only", metavar="FILE", help=argparse_suppress())
+        parser.add_argument("--seed-only", metavar="FILE",
+                            help="only build the data (migrate, benchmark, study) in the "
+                                 "database of DATABASE_URL and write the plan to FILE")
+        parser.add_argument("--replay", metavar="FILE",
+                            help="serve a --seed-only plan's requests in this process (Django's "
+                                 "test client), --rounds rounds, for counting instructions "
+                                 "under valgrind (docs/performance.md, issue 13)")
+        parser.add_argument("--rounds", type=int, default=2, help="with --replay")
 
     def handle(self, *args, **options):
         if options["seed_only"]:
             return self._seed(Path(options["seed_only"]), options)
+        if options["replay"]:
+            return self._replay(json.loads(Path(options["replay"]).read_text()),
+                                options["rounds"])
         if not 1 <= options["annotators"] <= 64 or not 1 <= options["items"] <= 500:
             raise CommandError("use 1-64 annotators and 1-500 items each")
         if options["against"]:
@@ -259,6 +269,33 @@ class Command(BaseCommand):
         plan = seed_study(annotators=options["annotators"], items=options["items"],
                           stdout=self.stdout)
         plan_file.write_text(json.dumps(plan))
+
+    def _replay(self, plan: dict, rounds: int) -> None:
+        """Three warm-up renders, then ROUNDS x (GET the item, POST it) for every annotator in
+        turn: the closed loop's requests without a server, so that two runs with different
+        ROUNDS differ by exactly the requests' own instructions."""
+        from django.test import Client
+
+        def client(session: str) -> Client:
+            browser = Client(enforce_csrf_checks=True)
+            browser.cookies["sessionid"] = session
+            return browser
+
+        probe, slug = client(plan["warm_up"]["session"]), plan["slug"]
+        for _ in range(3):
+            probe.get(f"/studies/{slug}/items/{plan['warm_up']['position']}/")
+        filled = urlencode({**plan["answers"], "focused_ms": 30000}, doseq=True)
+        statuses, browsers = [], [(client(a["session"]), a["positions"])
+                                  for a in plan["annotators"]]
+        for n in range(rounds):
+            for browser, positions in browsers:
+                path = f"/studies/{slug}/items/{positions[n]}/"
+                page = browser.get(path)
+                token = TOKEN_RE.search(page.content).group(1).decode()
+                answer = browser.post(path + "submit/", f"csrfmiddlewaretoken={token}&{filled}",
+                                      content_type="application/x-www-form-urlencoded")
+                statuses += [page.status_code, answer.status_code]
+        self.stdout.write(f"{len(statuses)} requests, statuses {sorted(set(statuses))}")
 
     # --- parent: serve and load -------------------------------------------------------------
     def _gunicorn(self, app: str, env: dict, options) -> tuple[subprocess.Popen, int]:
@@ -413,9 +450,3 @@ class Command(BaseCommand):
             f"(answers other than 200)\n"
             f"p50 {summary['p50_ms']} ms, p95 {summary['p95_ms']} ms, p99 {summary['p99_ms']} ms; "
             f"CPU per request: {cpu}")
-
-
-def argparse_suppress():
-    import argparse
-
-    return argparse.SUPPRESS

@@ -37,5 +37,9 @@ class Command(BaseCommand):
             f"Study {made.slug}: {summary['labels']} labels on {summary['fields']} fields from "
             f"{summary['annotators'] or 'no named'} annotators ({made.source}; author "
             f"{user.get_username()})")
+        if summary["arena"]:
+            self.stdout.write(f"Arena {summary['arena']}: {summary['votes']} votes in CRS "
+                              "Arena's order (manage.py arena_ratings "
+                              f"{summary['arena']} --method elo)")
         for note in summary["notes"]:
             self.stdout.write(f"  - {note}")

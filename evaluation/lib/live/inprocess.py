@@ -7,7 +7,7 @@ endpoint, and the demo has live systems without any network:
 - the seven Trace rankers (Trace, §5 and Appendix F; `evaluation.lib.rankers`): the request's
   history becomes the ranker's conversation, its pool is the request's `candidate_item_ids`, or
   the whole catalogue when the request names none;
-- LLM Zero-Shot and RAG-Citation (Trace, Appendix F; `evaluation.lib.llm.baselines`) through the
+- LLM Zero-Shot and RAG-Citation (Trace, Appendix F; `evaluation.lib.llm.responders`) through the
   LLM gateway. An LLM cannot read a whole catalogue, so without candidate ids the pool is
   TF-IDF's best `LLM_SHORTLIST` items for the user's words (said in the adapter's description).
 
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from evaluation.lib.live.client import LiveCallError
 from evaluation.lib.live.contract import LiveAnswer, LiveAnswerError, LiveRequest, validate_answer
 from evaluation.lib.llm.adapters import baseline_context, baseline_evidence
-from evaluation.lib.llm.baselines import rag_citation_turn, zero_shot_turn
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
+from evaluation.lib.llm.responders import rag_citation_turn, zero_shot_turn
 from evaluation.lib.rankers import BASELINES, Baseline, Catalogue, SentenceEncoder
 from evaluation.lib.rankers.context import HistoryTurn, TurnContext
 from evaluation.lib.rankers.rankers import TfIdf
@@ -69,7 +69,7 @@ def _context(request: LiveRequest, pool: Sequence[str]) -> TurnContext:
 class _InProcess:
     def __init__(self, catalogue: Catalogue):
         self.catalogue = catalogue
-        self.review_ids = {r.id for reviews in catalogue.reviews.values() for r in reviews}
+        self.review_ids = catalogue.review_ids
 
     def pool(self, request: LiveRequest) -> tuple[str, ...]:
         return request.candidate_item_ids or tuple(self.catalogue.items)

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from evaluation.lib.llm.baselines import (
+from evaluation.lib.llm.conversation import ConversationLog
+from evaluation.lib.llm.responders import (
     CandidateItem,
     DialogueContext,
     EvidenceSentence,
     retrieve_evidence,
 )
-from evaluation.lib.llm.conversation import ConversationLog
 from evaluation.lib.llm.trace_judge import CitedReview, JudgedTurn
 from evaluation.lib.metrics.types import RECOMMENDATION_ACTIONS
 from evaluation.lib.rankers.context import Catalogue, TurnContext

@@ -31,10 +31,9 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-from litellm.litellm_core_utils.default_encoding import encoding
 
 from evaluation.lib.llm.core_debate import DebateSettings, run_debate
 from evaluation.lib.llm.core_factors import score_factors
@@ -55,14 +54,23 @@ _FILLER = (
 _ROLE_SCORES = {"Common User": 40, "Domain Expert": 55, "Linguist": 70, "HCI Expert": 20}
 
 
+@cache
+def _encoding():
+    """litellm's default tokenizer, loaded on first use (importing litellm costs seconds and
+    ~140 MB, which a process that never counts tokens must not pay)."""
+    from litellm.litellm_core_utils.default_encoding import encoding
+
+    return encoding
+
+
 def count_tokens(text: str) -> int:
-    return len(encoding.encode(text))
+    return len(_encoding().encode(text))
 
 
 def prose(tokens: int) -> str:
     """English reasoning of exactly ``tokens`` cl100k_base tokens (up to a boundary effect)."""
-    ids = encoding.encode(_FILLER * (tokens // 20 + 2))[:tokens]
-    return encoding.decode(ids).strip()
+    ids = _encoding().encode(_FILLER * (tokens // 20 + 2))[:tokens]
+    return _encoding().decode(ids).strip()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 
 # litellm fetches its price map from GitHub at import time unless told to use the bundled copy;
-# Concord must run offline, so this must happen before the import below.
+# Concord must run offline, so this must happen before it is imported (`_litellm`).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import hashlib  # noqa: E402
@@ -36,11 +36,26 @@ from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any, Protocol  # noqa: E402
 
-import litellm  # noqa: E402
-import openai  # noqa: E402
 
-litellm.suppress_debug_info = True  # it prints "Give Feedback" banners to stdout on every error
-litellm.telemetry = False
+def _litellm():
+    """litellm, imported on first use. Importing it costs seconds and about 250 MB, which
+    every process that loads the task registry (a worker, the web, `import_benchmark`,
+    `migrate`) would otherwise pay whether or not it ever calls a model (issue 18)."""
+    import litellm
+
+    if not getattr(litellm, "_concord_configured", False):
+        litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout on every error
+        litellm.telemetry = False
+        litellm._concord_configured = True
+    return litellm
+
+
+def _provider_errors() -> tuple[type[BaseException], ...]:
+    """What a failed call raises: litellm maps every provider failure onto the openai
+    exception hierarchy (imported with litellm, on first use)."""
+    import openai
+
+    return (openai.OpenAIError, LLMConfigurationError)
 
 logger = logging.getLogger(__name__)
 
@@ -290,7 +305,7 @@ class LLMGateway:
         self.sleep = sleep
         self.rng = rng if rng is not None else random.Random()
         self.usage = UsageMeter()  # everything this gateway did, across runs
-        self._completion_fn = completion_fn or litellm.completion
+        self._completion_fn = completion_fn or _litellm().completion
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._in_flight = _InFlightLocks()
         self._rng_lock = threading.Lock()
@@ -378,9 +393,11 @@ class LLMGateway:
                 with self._slots:
                     response = self._completion_fn(**self._request_kwargs(config, messages))
                 return _result_from_response(response, config, key)
-            except (openai.OpenAIError, LLMConfigurationError) as error:
+            except Exception as error:
                 # litellm maps every provider failure onto the openai exception hierarchy; any
                 # other exception is a bug and propagates unchanged.
+                if not isinstance(error, _provider_errors()):
+                    raise
                 status, retryable, retry_after = classify_error(error)
                 if not retryable or attempts > self.max_retries:
                     refused = connection_refused(error)
@@ -459,6 +476,7 @@ def classify_error(error: BaseException) -> tuple[int | None, bool, float | None
     """(HTTP status, whether retrying can help, Retry-After seconds if the server sent one)."""
     if isinstance(error, LLMConfigurationError):
         return None, False, None
+    litellm = _litellm()
     if isinstance(error, litellm.Timeout | litellm.APIConnectionError):
         return getattr(error, "status_code", None), True, None
     status = getattr(error, "status_code", None)
@@ -518,10 +536,21 @@ def _cost_or_unknown(response: Any) -> float | None:
     # Only litellm's price map knows prices; a model it cannot price has an *unknown* cost, which
     # must not be summed as 0 (that would under-report a run's spend).
     try:
-        cost = litellm.completion_cost(completion_response=response)
+        cost = _litellm().completion_cost(completion_response=response)
     except Exception:  # noqa: BLE001 - any failure to price means "unknown"
         return None
     return float(cost) if cost is not None else None
+
+
+def token_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """What MODEL charges for these tokens by litellm's price map (the one `_cost_or_unknown`
+    prices answers with); None when the map has no price for it (an estimate, not a bill)."""
+    try:
+        prompt, completion = _litellm().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    except Exception:  # noqa: BLE001 - any failure to price means "unknown"
+        return None
+    return float(prompt) + float(completion)
 
 
 def parse_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:

@@ -69,7 +69,7 @@ class PreferenceReport:
     pcir: Mapping[int, list[float]]        # K -> PCIR_t@K
     recall: Mapping[int, list[float]]      # K -> Recall@(t, K)
     summaries: Mapping[str, Estimate]      # "pc@10" (at T), "pcir_avg@10", "recall@10" (mean
-    #                                        over turns), each with its user-bootstrap CI
+    #                                        over turns), each with its user-clustered CI
 
     def as_json(self) -> dict:
         out: dict = {"turns": self.turns, "users": self.users}

@@ -28,6 +28,26 @@ from evaluation.lib.metrics.types import REJECT_ACTION, ReferenceDialogue
 
 PENALIZE = "penalize"
 EXCLUDE = "exclude"
+# What T2R gives a dialogue without a hit, in words (pages, exports, the metric's description).
+NO_HIT_RULES = {PENALIZE: "turns + 1", EXCLUDE: "excluded"}
+
+
+def no_hit_note(rule: str | None, no_hit_share: float | None, dialogues: int) -> dict | None:
+    """The rule T2R used for dialogues without a hit and how many dialogues it applies to.
+
+    ``no_hit_share`` is the run's mean of ``t2r_no_hit`` (a 0/1 per dialogue with
+    recommend/compare turns) over ``dialogues`` dialogues, so share × dialogues is the count.
+    RULE is the suite's ``t2r_no_hit`` option (None: the default, penalize). None when the run
+    has no such dialogues to report on.
+    """
+    if no_hit_share is None or not dialogues:
+        return None
+    rule = rule or PENALIZE
+    if rule not in NO_HIT_RULES:
+        raise ValueError(f"unknown T2R no-hit rule {rule!r}")
+    count = round(no_hit_share * dialogues)
+    return {"rule": rule, "rule_text": NO_HIT_RULES[rule], "dialogues": count, "of": dialogues,
+            "text": f"no hit: {NO_HIT_RULES[rule]} ({count} of {dialogues} dialogues)"}
 
 
 def task_success(hits: Sequence[bool]) -> float | None:

@@ -11,6 +11,7 @@ are part of the visible conversation.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,11 @@ class Catalogue:
                   r.get("attributes") or {}, r.get("description") or "") for r in items],
             [Review(r["id"], r["item_id"], r["text"], r.get("stars")) for r in reviews],
         )
+
+    @functools.cached_property
+    def review_ids(self) -> frozenset[str]:
+        """Every review's id (computed once: a live system's answers are checked against it)."""
+        return frozenset(r.id for reviews in self.reviews.values() for r in reviews)
 
     def group_of(self, item_id: str) -> tuple[str | None, str]:
         item = self.items[item_id]

@@ -21,6 +21,7 @@ from evaluation.lib.simulators.simulators import Simulator, SimulatorError
 from evaluation.lib.simulators.users import ItemCard, SimUser
 
 REQUEST_TOP_K = 50  # PEPPER reads up to K = 50
+CANCELLED = "cancelled"  # the error kind of a dialogue its run's cancellation cut short
 
 
 @dataclass
@@ -59,8 +60,11 @@ def _turn(index: int, role: str, text: str, action: str, *, ranked=(), citations
 def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark: str,
                       dialogue_id: str, turns: int, cards: Mapping[str, ItemCard],
                       pool: tuple[str, ...] = (),
-                      clock: Callable[[], float] = time.perf_counter) -> DialogueOutcome:
-    """Talk until TURNS system turns were answered or the simulator ends the dialogue."""
+                      clock: Callable[[], float] = time.perf_counter,
+                      stop: Callable[[], bool] | None = None) -> DialogueOutcome:
+    """Talk until TURNS system turns were answered or the simulator ends the dialogue. STOP,
+    asked before every turn, ends the dialogue as `cancelled` (nothing of it is kept): a
+    cancelled run stops within one turn of each dialogue in flight."""
     outcome = DialogueOutcome(user.user_id, dialogue_id, user.target_item_ids)
     started = clock()
     history: list[HistoryTurn] = []
@@ -71,6 +75,9 @@ def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark:
         state = simulator.start(user.history, target)
         utterance = simulator.opening(state)
         for t in range(turns):
+            if stop is not None and stop():
+                outcome.error_kind, outcome.error = CANCELLED, f"cancelled before turn {t + 1}"
+                break
             rows.append(_turn(len(rows), "user", utterance.text, utterance.action))
             request = LiveRequest(benchmark, dialogue_id, len(rows), tuple(history),
                                   utterance.text, pool, REQUEST_TOP_K)

@@ -326,6 +326,22 @@ class IEvaLMSimulator(_LLMSimulator):
 
 SIMULATORS = {cls.name: cls for cls in (PepperSimulator, IEvaLMSimulator, TemplateSimulator)}
 
+# A leaderboard of its own per simulator: the `simulated-<name>` protocol ranks the runs
+# (evaluator `simulation.<name>`) of every system simulated with that simulator.
+SIMULATED_PROTOCOL_PREFIX = "simulated-"
+
+
+def simulated_protocol(simulator: str) -> str:
+    return f"{SIMULATED_PROTOCOL_PREFIX}{simulator}"
+
+
+def simulator_of_protocol(protocol: str) -> str | None:
+    """The simulator whose leaderboard PROTOCOL is, None for a submission protocol."""
+    if protocol.startswith(SIMULATED_PROTOCOL_PREFIX):
+        name = protocol[len(SIMULATED_PROTOCOL_PREFIX):]
+        return name if name in SIMULATORS else None
+    return None
+
 
 def simulator_config_hash(config: dict) -> str:
     import hashlib

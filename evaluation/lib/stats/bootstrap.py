@@ -2,9 +2,9 @@
 
 Leaderboard means, differences and ranks no longer use it: a percentile cluster bootstrap covers
 only ~0.89 at 10 dialogues, so they use the studentized cluster (jackknife-t) intervals of
-``clustered.py``. What stays here: resampling helpers, percentiles, and ``percentile_bootstrap``
-(units or clusters drawn with replacement, B = 1000, seed 42) for Krippendorff's alpha, whose
-interval is a percentile bootstrap over units.
+``clustered.py``, and so does Krippendorff's alpha (a jackknife over units, ``agreement.py``).
+What stays here: resampling helpers and percentiles (the arena's vote bootstrap, the
+sample-efficiency curve's spread) and the generic ``percentile_bootstrap``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.lib.stats.clustered import encode_labels
-from evaluation.lib.stats.results import Estimate, finite_or_none
+from evaluation.lib.stats.results import finite_or_none
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 42
@@ -73,10 +73,6 @@ def percentile_interval(
     return finite_or_none(low), finite_or_none(high)
 
 
-def _bootstrap_params(n_resamples: int, seed: int, confidence: float, **extra) -> dict:
-    return {"n_resamples": n_resamples, "seed": seed, "confidence": confidence, **extra}
-
-
 # --- (d) generic percentile bootstrap -------------------------------------------------------
 
 
@@ -122,37 +118,3 @@ def percentile_bootstrap(
             samples.append(value)
     low, high = percentile_interval(samples, confidence)
     return BootstrapInterval(low, high, len(samples), n_resamples)
-
-
-def attach_bootstrap_ci(
-    estimate: Estimate,
-    statistic: Callable[[np.ndarray], float | None],
-    n_units: int,
-    *,
-    clusters: Sequence[Hashable] | None = None,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> Estimate:
-    """``estimate`` plus a percentile-bootstrap CI of ``statistic`` (unchanged if undefined)."""
-    if not estimate.is_defined:
-        return estimate
-    interval = percentile_bootstrap(
-        statistic,
-        n_units,
-        clusters=clusters,
-        n_resamples=n_resamples,
-        seed=seed,
-        confidence=confidence,
-    )
-    return estimate.with_ci(
-        interval.low,
-        interval.high,
-        **_bootstrap_params(
-            n_resamples,
-            seed,
-            confidence,
-            resampled="clusters" if clusters is not None else "units",
-            valid_resamples=interval.valid_resamples,
-        ),
-    )

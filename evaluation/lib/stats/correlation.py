@@ -54,7 +54,10 @@ def join_on_units(x: Scores, y: Scores) -> tuple[list, np.ndarray, np.ndarray]:
     """The ids both mappings score (finite values only), in ``x``'s order, and both value arrays."""
     keys, xs, ys = [], [], []
     for key, value in x.items():
-        first, second = finite_or_none(value), finite_or_none(y.get(key))
+        other = y.get(key)
+        if other is None or value is None:  # the common case (x scores far more units than y)
+            continue
+        first, second = finite_or_none(value), finite_or_none(other)
         if first is not None and second is not None:
             keys.append(key)
             xs.append(first)
@@ -374,8 +377,8 @@ def rowwise_correlation(matrix: np.ndarray, target: np.ndarray, method: str) -> 
         matrix, target = stats.rankdata(matrix, axis=1), stats.rankdata(target)
     x = matrix - matrix.mean(axis=1, keepdims=True)
     y = target - target.mean()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        values = (x @ y) / np.sqrt((x * x).sum(axis=1) * (y * y).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):  # einsum: no BLAS threads
+        values = np.einsum("ru,u->r", x, y) / np.sqrt((x * x).sum(axis=1) * (y * y).sum())
     values[constant] = np.nan
     return np.clip(values, -1.0, 1.0)
 
@@ -482,10 +485,16 @@ def rank_evaluators(
         [[_as_float(evaluators[name].get(unit)) for unit in units] for name in names]
     ).reshape(len(names), len(units))
     statistic = _fast_statistic(method)
+    # Evaluators that scored every human unit: all at once (rowwise_correlation); the others
+    # (and Kendall) one by one, on the units each scored.
+    full = np.isfinite(columns).all(axis=1) if method != "kendall" else np.zeros(len(names), bool)
+    rest = np.flatnonzero(~full)
 
     def correlations(indices: np.ndarray) -> np.ndarray:
         row = np.full(len(names), np.nan)
-        for e in range(len(names)):
+        if full.any():
+            row[full] = rowwise_correlation(columns[full][:, indices], target[indices], method)
+        for e in rest:
             x = columns[e, indices]
             keep = np.isfinite(x)
             value = statistic(x[keep], target[indices][keep])

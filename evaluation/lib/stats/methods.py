@@ -22,7 +22,11 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "ordinal (squared distance in cumulative value frequencies), interval (squared "
         "difference), ratio (squared difference over sum), or MASI for sets of labels. n gives "
         "pairable units, annotators and pairable values. Undefined with fewer than two "
-        "annotators, no pairable values, or no variation. CIs resample units. " + _BOOTSTRAP
+        "annotators, no pairable values, or no variation. The 95% interval is a studentized "
+        "jackknife over units: alpha is recomputed without each unit rated by two or more "
+        "annotators (in 200 groups of units when there are more), on the intraclass z scale "
+        "½ log((1 + (m − 1)α) / (1 − α)) with m the mean number of values per unit, and the "
+        "interval is z ± t(G − 1) × the jackknife standard error, mapped back. No random draws."
     ),
     "masi_distance": (
         "MASI distance between two label sets (e.g. two answers to the error checklist): "

@@ -1,9 +1,9 @@
 """`manage.py compare --benchmark SLUG --systems A B`: paired comparison of two systems' latest
 Trace runs (statistics.md "Comparing systems"; Trace §7.1, appendix K.3 and L).
 
-For every metric: mean(A) − mean(B) with its paired cluster-bootstrap 95% CI over the dialogues
-both runs scored (B = 1000, fixed seed: the draws are the ones the leaderboard CIs use), whether
-the CI excludes 0, and the per-dialogue paired t-test.
+For every metric: mean(A) − mean(B) with its paired studentized cluster (jackknife-t) 95% CI
+over the dialogues both runs scored (the compare page's), whether the CI excludes 0, and the
+per-dialogue paired t-test.
 """
 
 import json
@@ -16,7 +16,7 @@ from evaluation.selectors.benchmarks import latest_run, runs_compare
 
 
 class Command(BaseCommand):
-    help = "Compare two systems on a benchmark: paired bootstrap CI of the difference and t-test."
+    help = "Compare two systems on a benchmark: paired jackknife-t CI of the difference and t-test."
 
     def add_arguments(self, parser):
         parser.add_argument("--benchmark", required=True, help="benchmark slug")

@@ -44,7 +44,7 @@ LLM_EVALUATORS = {"core": LOG, "trace_judge": TURN, "pepper_judge": LOG,
 class Command(BaseCommand):
     help = ("Validate a submission for a benchmark, store it and evaluate it: every automated "
             "Trace metric (default), or an LLM evaluator (core, trace_judge, pepper_judge); "
-            "95% cluster-bootstrap CIs.")
+            "95% studentized cluster CIs.")
 
     def add_arguments(self, parser):
         parser.add_argument("--benchmark", required=True, help="benchmark slug")

@@ -20,7 +20,7 @@ from evaluation.lib.rankers import BASELINES, EmbeddingsUnavailable, baseline_cl
 from evaluation.management.commands.evaluate import format_results
 from evaluation.models import Benchmark, Job
 from evaluation.selectors.benchmarks import run_results
-from evaluation.services.reference_baselines import baseline_submission_create
+from evaluation.services.reference_rankers import baseline_submission_create
 from evaluation.services.runs import run_create, run_process
 
 LLM_BASELINE_NAMES = ("llm_zero_shot", "rag_citation")
@@ -44,12 +44,22 @@ class Command(BaseCommand):
         parser.add_argument("--max-retries", type=int, default=2,
                             help="LLM baselines: re-asks after an unusable answer or a failed "
                                  "quote check")
+        parser.add_argument("--limit", type=int, metavar="N",
+                            help="LLM baselines: a cheap trial that answers only the first N "
+                                 "turns and prints them with the usage; nothing is stored or "
+                                 "evaluated")
 
     def handle(self, name, benchmark, splits, no_text, no_nli, as_json, no_progress, **options):
         found = Benchmark.objects.filter(slug=benchmark).first()
         if found is None:
             raise CommandError(f"no benchmark {benchmark!r}")
         suite = {"text_metrics": False} if no_text else {}
+        if options["limit"] is not None and options["limit"] < 1:
+            raise CommandError("--limit must be at least 1")
+        if (options["limit"] is not None
+                and name.lower().replace("-", "_") not in LLM_BASELINE_NAMES):
+            raise CommandError("--limit is for LLM baselines (" + ", ".join(LLM_BASELINE_NAMES)
+                               + "): the reference rankers cost nothing to run in full")
         if name.lower().replace("-", "_") in LLM_BASELINE_NAMES:
             self._llm_baseline(found, name.lower().replace("-", "_"), splits, suite, no_nli,
                                as_json, no_progress, options)
@@ -81,9 +91,22 @@ class Command(BaseCommand):
         if as_json:
             self.stdout.write(json.dumps(outputs, indent=2))
 
+    def _trial(self, report, as_json: bool) -> None:
+        if as_json:
+            self.stdout.write(json.dumps({"answers": report.lines, "usage": report.usage,
+                                          "unanswered_turns": report.failures}, indent=2))
+            return
+        for line in report.lines:
+            key = f"{line['dialogue_id']}#{line['turn_index']}"
+            answer = report.failures.get(key) or line["response"]
+            self.stdout.write(f"{key}: {answer} (ranked: "
+                              f"{', '.join(line['ranked_item_ids']) or 'none'})")
+        self.stdout.write(f"A trial of {report.turns} turns: nothing stored or evaluated.")
+        self.stdout.write(format_usage(report.usage) + "\n")
+
     def _llm_baseline(self, benchmark, name, splits, suite, no_nli, as_json, no_progress,
                       options):
-        from evaluation.services.llm_baselines import llm_baseline_submission_create
+        from evaluation.services.llm_responders import llm_baseline_submission_create
 
         model = llm_model_options(options)
         bars = ProgressBars(sys.stderr, enabled=not no_progress)
@@ -91,7 +114,11 @@ class Command(BaseCommand):
             with format_errors_as_command_error():
                 report = llm_baseline_submission_create(
                     benchmark=benchmark, name=name, model=model, splits=splits,
-                    max_retries=options["max_retries"], progress=bars)
+                    max_retries=options["max_retries"], limit=options["limit"],
+                    progress=bars)
+            if report.submission is None:
+                self._trial(report, as_json)
+                return
             run = run_create(submission=report.submission, splits=splits, suite_options=suite,
                              use_nli=not no_nli, enqueue=False)
             run_process(job_id=run.job_id, progress=bars)

@@ -19,8 +19,8 @@ from evaluation.models import Benchmark, Job, System
 from evaluation.services.live import live_baselines_ensure
 from evaluation.services.simulations import (
     POOLS,
-    simulation_batch_process,
     simulation_create,
+    simulation_run_here,
 )
 
 
@@ -72,15 +72,10 @@ class Command(BaseCommand):
                               f"queued simulation {simulation.pk} (job {simulation.job_id})")
             return
         bars = ProgressBars(self.stderr, enabled=not no_progress and not as_json)
-        for batch in range(simulation.batches):
-            simulation_batch_process(simulation_id=simulation.pk, batch=batch)
-            simulation.job.refresh_from_db()
-            bars("users", simulation.job.done, simulation.users)
-            if simulation.job.is_finished:
-                break
+        simulation_run_here(simulation=simulation,
+                            progress=lambda done, total: bars("users", done, total))
         bars.close()
-        simulation.refresh_from_db()
-        job = simulation.job
+        job = Job.objects.get(pk=simulation.job_id)
         if job.status == Job.Status.FAILED:
             raise CommandError(f"simulation {simulation.pk} failed: {job.error}")
         report = simulation.report

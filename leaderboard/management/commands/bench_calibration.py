@@ -10,7 +10,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.lib.calibration import DIALOGUE_COUNTS, report_text, run_checks
+from leaderboard.lib.calibration import CHECK_KEYS, DIALOGUE_COUNTS, report_text, run_checks
 
 
 class Command(BaseCommand):
@@ -23,6 +23,9 @@ class Command(BaseCommand):
                             help="dialogue counts to simulate (default 10 30 100)")
         parser.add_argument("--seed", type=int, default=2026)
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        parser.add_argument("--only", nargs="+", metavar="CHECK",
+                            help="run only these checks (keys as in --json, e.g. alpha_nominal); "
+                                 "each gives the figures of the full run")
 
     def handle(self, *args, **options):
         reps = options["reps"]
@@ -31,7 +34,13 @@ class Command(BaseCommand):
         if any(count < 3 for count in options["dialogues"]):
             raise CommandError("--dialogues: every count must be at least 3")
         started = time.perf_counter()
-        checks = run_checks(reps, dialogue_counts=options["dialogues"], seed=options["seed"])
+        only = options.get("only")
+        known = set(CHECK_KEYS)
+        if only and set(only) - known:
+            raise CommandError(f"--only: unknown check(s) {', '.join(sorted(set(only) - known))}"
+                               f" (known: {', '.join(sorted(known))})")
+        checks = run_checks(reps, dialogue_counts=options["dialogues"], seed=options["seed"],
+                            only=only)
         seconds = time.perf_counter() - started
         if options["json"]:
             self.stdout.write(json.dumps({

@@ -1,4 +1,5 @@
-"""Store fresh rank snapshots of every leaderboard (or of one benchmark).
+"""Store fresh rank snapshots of every leaderboard (or of one benchmark), and the studies'
+metric-human correlations behind the leaderboards' trust column.
 
 Pages never store ranks: the `refresh_ranks_job` task does it when a run finishes or a
 submission is published or withdrawn. Run this after loading data by other means (a restored
@@ -7,6 +8,7 @@ database, runs imported in bulk) so that the first visitors do not pay for the c
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.services.validation import benchmark_validations_refresh
 from evaluation.models import Benchmark
 from leaderboard.services import rank_snapshots_refresh
 
@@ -28,3 +30,6 @@ class Command(BaseCommand):
                 snapshots = rank_snapshots_refresh(benchmark=item, protocol=protocol)
                 self.stdout.write(f"{item.slug}/{protocol}: {len(snapshots)} evaluator(s) "
                                   "ranked")
+            stored = benchmark_validations_refresh(benchmark_id=item.pk)
+            self.stdout.write(f"{item.slug}: {stored} metric-human correlation(s) stored "
+                              "for the trust column")

@@ -1,5 +1,7 @@
 """TSR, T2R and rejection recovery."""
 
+import pytest
+
 from evaluation.lib.metrics.recovery import (
     EXCLUDE,
     pooled_rejection_recovery,
@@ -77,3 +79,16 @@ def test_pooled_rate_weighs_every_episode_the_same():
     # Appendix J: one dialogue 1/1, another 0/3 -> 1/4, not the mean of rates (0.5).
     assert pooled_rejection_recovery([[(2, True)], [(2, False), (4, False), (6, False)]]) == 0.25
     assert pooled_rejection_recovery([[], []]) is None
+
+
+def test_no_hit_note_says_the_rule_and_how_many_dialogues_it_applies_to():
+    from evaluation.lib.metrics.recovery import no_hit_note
+
+    # t2r_no_hit is 0/1 per dialogue: a mean of 0.25 over 20 dialogues is 5 without a hit.
+    note = no_hit_note(None, 0.25, 20)  # no option stored: the default rule, penalize
+    assert note == {"rule": "penalize", "rule_text": "turns + 1", "dialogues": 5, "of": 20,
+                    "text": "no hit: turns + 1 (5 of 20 dialogues)"}
+    assert no_hit_note("exclude", 2 / 3, 3)["text"] == "no hit: excluded (2 of 3 dialogues)"
+    assert no_hit_note("penalize", None, 0) is None
+    with pytest.raises(ValueError, match="unknown T2R no-hit rule"):
+        no_hit_note("ignore", 0.5, 2)

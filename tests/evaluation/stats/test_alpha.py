@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.alpha import _coincidence_parts, alpha_parts, masi_distance, prepare
@@ -127,13 +128,56 @@ def test_masi_alpha_treats_an_empty_set_as_an_answer_and_none_as_missing():
     assert estimate.value == 1.0
 
 
-def test_alpha_ci_resamples_units_with_a_fixed_seed():
-    first = alpha_with_ci(EXAMPLE_C, "interval", n_resamples=500, seed=1)
-    again = alpha_with_ci(EXAMPLE_C, "interval", n_resamples=500, seed=1)
-    assert first == again
-    assert first.ci_low < first.value < first.ci_high
-    assert first.params["resampled"] == "units"
-    assert first.params["valid_resamples"] <= 500
+def test_alpha_ci_is_a_jackknife_t_interval_over_units_on_the_intraclass_z_scale():
+    # Two annotators, five units: m = 2 values per unit, so the scale is atanh(alpha). By hand:
+    # alpha without each unit in turn, z = atanh, SE² = (G − 1)/G Σ (z_g − z̄)², t with 4 df.
+    data = [[1, 2, 3, 4, 5], [1, 3, 3, 5, 4]]
+    estimate = alpha_with_ci(data, "interval")
+    full = compute_alpha(data, "interval").value
+    assert estimate.value == pytest.approx(full)
+    assert full == pytest.approx(krippendorff.alpha(reliability_data=data,
+                                                    level_of_measurement="interval"))
+    leave = np.array([compute_alpha([row[:g] + row[g + 1:] for row in data], "interval").value
+                      for g in range(5)])
+    z = np.arctanh(leave)
+    se = np.sqrt(4 / 5 * ((z - z.mean()) ** 2).sum())
+    half = stats.t.ppf(0.975, 4) * se
+    assert estimate.ci_low == pytest.approx(np.tanh(np.arctanh(full) - half))
+    assert estimate.ci_high == pytest.approx(np.tanh(np.arctanh(full) + half))
+    assert estimate.params["interval"] == "jackknife_icc_z_t"
+    assert estimate.params["resampled"] == "units" and estimate.params["groups"] == 5
+    assert alpha_with_ci(data, "interval") == estimate  # no random draws
+
+
+def test_alpha_ci_uses_three_values_per_unit_on_the_icc_scale_and_skips_unpairable_units():
+    # Example C: 11 of 12 units are rated by two or more (the last by one annotator only);
+    # m = pairable values / pairable units.
+    estimate = alpha_with_ci(EXAMPLE_C, "nominal")
+    m = estimate.n["pairable_values"] / estimate.n["units"]
+    assert estimate.params["groups"] == estimate.n["units"] == 11
+    assert estimate.params["mean_values_per_unit"] == pytest.approx(m)
+
+    def z(alpha):
+        return 0.5 * np.log((1 + (m - 1) * alpha) / (1 - alpha))
+
+    pairable = [u for u in range(12) if sum(row[u] is not None for row in EXAMPLE_C) >= 2]
+    leave = np.array([compute_alpha([[v for u, v in enumerate(row) if u != g]
+                                     for row in EXAMPLE_C], "nominal").value for g in pairable])
+    se = np.sqrt(10 / 11 * ((z(leave) - z(leave).mean()) ** 2).sum())
+    low = z(estimate.value) - stats.t.ppf(0.975, 10) * se
+    back = (np.exp(2 * low) - 1) / (np.exp(2 * low) + m - 1)
+    assert estimate.ci_low == pytest.approx(back)
+    assert estimate.ci_low < estimate.value < estimate.ci_high <= 1
+
+
+def test_alpha_ci_on_many_units_leaves_out_200_groups():
+    rng = np.random.default_rng(1)
+    data = np.round(rng.normal(size=(3, 1000)) + rng.normal(size=1000), 1)
+    estimate = alpha_with_ci(data, "interval")
+    assert estimate.params["groups"] == 200
+    assert estimate.ci_low < estimate.value < estimate.ci_high
+    assert estimate.value == pytest.approx(krippendorff.alpha(reliability_data=data,
+                                                              level_of_measurement="interval"))
 
 
 def test_alpha_on_100000_units_by_10_annotators_is_fast():

@@ -49,6 +49,8 @@ class PublicImport:
     comments: free-text remarks of annotators {unit_type, unit_id, annotator_id, text}; kept
         apart from labels because agreement statistics do not apply to them.
     notes: what the importer decided (disambiguated ids, missing values, scale choices).
+    votes: pairwise votes in cast order (CRS Arena's vote files), {system_a, system_b, outcome:
+        a|b|tie, reason, voter_ref, session_id, setting, file, line}; stored as an arena.
     """
 
     bundle: Bundle
@@ -58,6 +60,7 @@ class PublicImport:
     units: list[dict] = field(default_factory=list)
     comments: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    votes: list[dict] = field(default_factory=list)
 
     def systems(self) -> list[str]:
         return sorted(self.logs)

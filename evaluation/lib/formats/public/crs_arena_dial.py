@@ -12,6 +12,9 @@ open file comes from the public arena, the closed one from Prolific workers. Rec
 lists are inline text ("I would recommend the following items: 1: …"); no item ids exist, so
 logs carry text only (no recommended_item_ids and no catalogue).
 
+The pairwise votes, `votes_open.csv` and `votes_closed.csv` beside the dialogue files, are read
+by `crs_arena_votes.py` (open first, then closed, each in file order) into `PublicImport.votes`.
+
 Imported as `log` submissions per system (agent id) on a `log` benchmark holding one dialogue
 per conversation (id = conversation ID, the same id CRSArena-Eval uses as conv_id), and one
 dialogue label `satisfaction` (nominal) whose annotator is the conversation's own user: the
@@ -31,6 +34,7 @@ from evaluation.lib.formats.public.base import (
     load_json,
     locate,
 )
+from evaluation.lib.formats.public.crs_arena_votes import read_votes
 
 FILES = {"crs_arena_dial_open.json": "open", "crs_arena_dial_closed.json": "closed"}
 DATASETS = ("redial", "opendialkg")
@@ -72,7 +76,9 @@ def import_crs_arena_dial(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
             continue
         for position, conversation in enumerate(data):
             _conversation(builder, conversation, name, f"$[{position}]", setting, counts)
+    votes, vote_files = read_votes(path, max_bytes, issues) if path.is_dir() else ([], [])
     result = builder.finish()
+    result.votes = votes
     result.notes += [
         f"{len(result.bundle.dialogues)} conversations of {len(result.logs)} systems from "
         f"{', '.join(sources)}; satisfaction: "
@@ -80,6 +86,12 @@ def import_crs_arena_dial(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
         "satisfaction's annotator_id is the conversation's user id (their own verdict).",
         "Recommendation lists are inline text; logs carry no recommended_item_ids.",
     ]
+    if vote_files:
+        result.notes.append(f"{len(votes)} pairwise votes from {', '.join(vote_files)}, in "
+                            "that order (CRS Arena's), each file in row order.")
+    else:
+        result.notes.append("No vote files (votes_open.csv, votes_closed.csv) beside the "
+                            "dialogues: no arena votes.")
     if counts["unlabelled"]:
         result.notes.append(f"{counts['unlabelled']} conversations have no sentiment; "
                             "imported without a satisfaction label.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evaluation.lib.llm.baselines import (
+from evaluation.lib.llm.responders import (
     CandidateItem,
     DialogueContext,
     EvidenceSentence,

@@ -19,7 +19,7 @@ from django.utils.text import slugify
 
 from evaluation.lib.formats.submission import write_turn_submission
 from evaluation.lib.llm.adapters import baseline_context, baseline_evidence
-from evaluation.lib.llm.baselines import rag_citation_turn, zero_shot_turn
+from evaluation.lib.llm.responders import rag_citation_turn, zero_shot_turn
 from evaluation.lib.progress import Progress, no_progress
 from evaluation.lib.rankers.context import Catalogue, turn_contexts
 from evaluation.selectors.benchmarks import benchmark_bundle
@@ -54,13 +54,19 @@ class LLMBaselineReport:
     turns: int
     failures: dict[str, str] = field(default_factory=dict)  # "dialogue#turn" -> reason
     usage: dict = field(default_factory=dict)
+    lines: list = field(default_factory=list)  # a trial's answers (stored submissions: [])
 
 
 def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
                                    splits: list[str] | None = None, user=None,
-                                   max_retries: int = 2,
+                                   max_retries: int = 2, limit: int | None = None,
                                    progress: Progress = no_progress) -> LLMBaselineReport:
-    """Answer BENCHMARK's turns with LLM baseline NAME and store the validated submission."""
+    """Answer BENCHMARK's turns with LLM baseline NAME and store the validated submission.
+
+    With LIMIT (a cheap trial) only the first LIMIT turns are answered and nothing is stored:
+    the report carries their answers (`lines`) and usage, and no submission."""
+    if limit is not None and limit < 1:
+        raise ValueError("--limit must be at least 1")
     baseline = LLM_BASELINES[name]
     bundle = benchmark_bundle(benchmark=benchmark)
     catalogue = Catalogue.from_records(bundle.items, bundle.reviews)
@@ -68,6 +74,8 @@ def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
                              splits=splits)
     gateway, config, usage = llm_gateway(), model_config(model), RunUsage()
     config.resolved_api_key()  # a missing key fails here, before any call
+    if limit is not None:
+        contexts = contexts[:limit]
 
     def answer(turn):
         context = baseline_context(turn, catalogue)
@@ -93,6 +101,9 @@ def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
                                           "metadata": {"no_answer": True}})
         progress(f"{baseline.key} answers", min(start + TURNS_PER_CHUNK, len(contexts)),
                  len(contexts))
+    if limit is not None:
+        return LLMBaselineReport(None, len(lines), failures,
+                                 usage.summary(model=config.model, units=len(lines)), lines)
     system = system_get_or_create_baseline(
         key=f"{baseline.key}-{slugify(config.model)}"[:80],
         name=f"{baseline.name} ({config.model})", family="LLM", description=baseline.description)

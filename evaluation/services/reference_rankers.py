@@ -60,8 +60,11 @@ def baselines_ensure(*, benchmark: Benchmark, names: list[str] | None = None,
     """Every named baseline (default: all) has a succeeded Trace run on BENCHMARK.
 
     Idempotent: a baseline whose system already has one is left alone. New runs execute
-    in-process. Returns (baseline name, run, created) per baseline; the run is None for a
-    baseline that cannot run here (no sentence-embedding model for Dense).
+    in-process. Leaderboards rank only runs evaluated on the same splits (`test` by default),
+    so when the run covers more than the `test` split, the same submission also gets a run on
+    `test` alone (cheap: no new answers, a subset of the dialogues). Returns (baseline name,
+    run, created) per baseline; the run is None for a baseline that cannot run here (no
+    sentence-embedding model for Dense).
     """
     from evaluation.models import System
 
@@ -69,8 +72,9 @@ def baselines_ensure(*, benchmark: Benchmark, names: list[str] | None = None,
     for name in names or list(BASELINES):
         baseline = baseline_class(name)
         system = System.objects.filter(slug=f"baseline-{baseline.key}").first()
-        run = latest_run(benchmark=benchmark, system=system) if system else None
+        run = _main_run(benchmark=benchmark, system=system) if system else None
         if run is not None:
+            _test_run_ensure(run=run, suite_options=suite_options, progress=progress)
             out.append((baseline.name, run, False))
             continue
         try:
@@ -84,5 +88,35 @@ def baselines_ensure(*, benchmark: Benchmark, names: list[str] | None = None,
                          enqueue=False)
         run_process(job_id=run.job_id, progress=progress)
         run.job.refresh_from_db()
+        _test_run_ensure(run=run, suite_options=suite_options, progress=progress)
         out.append((baseline.name, run, True))
     return out
+
+
+def _main_run(*, benchmark: Benchmark, system) -> Run | None:
+    """The baseline's newest succeeded run, not counting the extra `test`-only ones."""
+    from evaluation.models import Split
+
+    run = latest_run(benchmark=benchmark, system=system)
+    if run is None or run.config.get("splits") != [Split.TEST]:
+        return run
+    broader = (Run.objects.filter(submission__benchmark=benchmark, submission__system=system,
+                                  evaluator=run.evaluator, job__status=run.job.Status.SUCCEEDED)
+               .exclude(config__splits=[Split.TEST]).order_by("-created_at", "-pk").first())
+    return broader or run
+
+
+def _test_run_ensure(*, run: Run, suite_options: dict | None, progress: Progress) -> None:
+    """A run of RUN's submission on the `test` split alone, unless RUN is one or one exists."""
+    from evaluation.models import Job, Split
+
+    splits = run.config.get("splits") or []
+    if Split.TEST not in splits or list(splits) == [Split.TEST]:
+        return
+    if Run.objects.filter(submission=run.submission, evaluator=run.evaluator,
+                          config__splits=[Split.TEST],
+                          job__status=Job.Status.SUCCEEDED).exists():
+        return
+    test_run = run_create(submission=run.submission, suite_options=suite_options,
+                          splits=[Split.TEST], enqueue=False)
+    run_process(job_id=test_run.job_id, progress=progress)

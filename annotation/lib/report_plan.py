@@ -1,0 +1,70 @@
+"""What a study's report will show once labels arrive, and how many labels each part needs
+(the empty report of a new study says this instead of rows of dashes).
+
+Plain data in (the study's forms, overlap, item count), plain data out; the thresholds are the
+ones the report's statistics use (evaluation/lib/stats/agreement.py, annotation/lib/reports.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from annotation.lib import taskforms
+
+FORM_FIELDS = {
+    taskforms.CITATION: "citation verdicts (Supported / Partial / Not supported) per quote",
+    taskforms.CHECKLIST: "the error checklist (which errors each response makes)",
+    taskforms.LIKERT: "the Likert scales",
+    taskforms.CORE: "CoRE's twelve factors and the overall score",
+    taskforms.FACE: "FACE's turn and dialogue aspects",
+    taskforms.RECOMMEND: "blind recommendation picks",
+    taskforms.PAIRWISE: "pairwise preferences (A, B or tie)",
+}
+
+
+@dataclass(frozen=True)
+class PlannedPart:
+    title: str
+    shows: str
+    needs: str
+
+
+def report_plan(*, forms: list[str], overlap_k: int, items: int,
+                evaluators: int) -> list[PlannedPart]:
+    """The report's parts, in page order, each with what it will show and what it needs."""
+    fields = [FORM_FIELDS[f] for f in forms if f in FORM_FIELDS]
+    full = overlap_k * items
+    parts = [
+        PlannedPart(
+            "Inter-annotator agreement",
+            "Krippendorff's alpha per field with a 95% interval"
+            + (f" — {'; '.join(fields)}" if fields else ""),
+            f"an item counts once two annotators have labelled it; alpha needs at least two "
+            f"such items. With {items} item{'s' if items != 1 else ''} × {overlap_k} "
+            f"annotators per item the study collects {full} labels"),
+        PlannedPart(
+            "Leave one annotator out and worst pairs",
+            "alpha without each annotator in turn, and which pairs agree least",
+            "three annotators for leave-one-out; four for the worst pairs (dropping two must "
+            "leave two)"),
+        PlannedPart(
+            "Annotators",
+            "each annotator's label count, time per item, agreement with the others and gold "
+            "accuracy", "one submitted label per annotator"),
+    ]
+    if taskforms.CITATION in forms:
+        parts.append(PlannedPart(
+            "Citation precision", "the share of quotes judged Supported (and Partial)",
+            "one citation verdict on a response that quotes a review"))
+    if taskforms.RECOMMEND in forms:
+        parts.append(PlannedPart(
+            "Blind recommendation", "how often annotators pick the gold item or each other's",
+            "two annotators' picks on the same item"))
+    parts.append(PlannedPart(
+        "Metric–human correlation",
+        "Pearson, Spearman and Kendall between each evaluator's scores and the mean human "
+        "label, with scatter plots and sample-efficiency curves",
+        ("three labelled units that the evaluator also scored" if evaluators else
+         "an evaluator with runs on the benchmark (none yet) and three labelled units it "
+         "scored")))
+    return parts

@@ -1,0 +1,61 @@
+"""A fixed-latency live system (`concord-live/1`, docs/formats.md §4) for `bench_arena`
+(docs/performance.md): it answers every turn after exactly `latency` seconds with a fixed
+ranking, and records how long it held each request, so a caller can subtract the system's own
+time from what it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class BenchLiveServer:
+    def __init__(self, *, latency: float = 0.3, item_ids: tuple[str, ...] = (),
+                 text: str = "Here are a few places you may like."):
+        self.latency, self.item_ids, self.text = latency, list(item_ids), text
+        self.lock = threading.Lock()
+        self.held: dict[tuple[str, int], float] = {}  # (dialogue_id, turn_index) -> seconds
+        self.httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/crs"
+
+    def start(self) -> BenchLiveServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
+
+            def log_message(self, format, *args):  # noqa: A002 - stdlib signature
+                return
+
+            def do_POST(self):  # noqa: N802 - stdlib naming
+                started = time.perf_counter()
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                time.sleep(server.latency)
+                payload = json.dumps({"response": server.text,
+                                      "ranked_item_ids": server.item_ids}).encode()
+                with server.lock:  # before answering: the caller may look right after
+                    server.held[(body["dialogue_id"], int(body["turn_index"]))] = (
+                        time.perf_counter() - started)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                self.wfile.flush()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()

@@ -1,0 +1,176 @@
+"""Reads of the arena (docs/arena.md): a battle as its page shows it, a session's battles.
+
+Before the vote a battle is shown by side only ("System A", "System B"); `BattleView.reveal`
+is filled only once the battle has its vote. A system's answer still pending after the
+longest call its settings allow (the web process restarted mid-call) reads as interrupted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from evaluation.lib.live.client import MAX_BACKOFF_SECONDS
+from evaluation.models import Arena, Battle, BattleTurn, Benchmark, System
+
+SIDES = (BattleTurn.Side.A, BattleTurn.Side.B)
+SIDE_LABELS = {BattleTurn.Side.A: "System A", BattleTurn.Side.B: "System B"}
+
+
+def call_deadline_seconds(system: System) -> float:
+    """The longest a call to SYSTEM can take: every attempt times out, every backoff is maximal."""
+    attempts = system.live_max_retries + 1
+    backoff = sum(min(system.live_backoff_seconds * 2 ** n, MAX_BACKOFF_SECONDS)
+                  for n in range(system.live_max_retries))
+    return system.live_timeout_seconds * attempts + backoff + 10.0
+
+
+def _system(battle: Battle, side: str) -> System:
+    return battle.system_a if side == BattleTurn.Side.A else battle.system_b
+
+
+def turn_is_stale(turn: BattleTurn, system: System, now=None) -> bool:
+    """A pending answer whose call cannot still be running (the process that made it is gone)."""
+    now = now or timezone.now()
+    return (turn.state == BattleTurn.State.PENDING
+            and now - turn.created_at > timedelta(seconds=call_deadline_seconds(system)))
+
+
+def exchanges(turns: list[BattleTurn], battle: Battle, now=None) -> int:
+    """Messages both systems have settled (answered, failed, or cut off by a restart)."""
+    settled: Counter = Counter()
+    for turn in turns:
+        if turn.side == BattleTurn.Side.USER:
+            continue
+        if turn.state != BattleTurn.State.PENDING or turn_is_stale(
+                turn, _system(battle, turn.side), now):
+            settled[turn.index] += 1
+    return sum(1 for count in settled.values() if count == 2)
+
+
+def pending(turns: list[BattleTurn], battle: Battle, now=None) -> bool:
+    """Is an answer still on its way?"""
+    return any(t.state == BattleTurn.State.PENDING
+               and not turn_is_stale(t, _system(battle, t.side), now)
+               for t in turns if t.side != BattleTurn.Side.USER)
+
+
+@dataclass
+class Reply:
+    """One system's answer as a page shows it: no system name, no id, no latency before the
+    vote; an error says only its kind (a system's own message may name it)."""
+
+    index: int
+    side: str
+    label: str
+    state: str  # pending | ok | error | interrupted
+    text: str = ""
+    error_kind: str = ""
+    latency_ms: int | None = None
+
+
+@dataclass
+class Exchange:
+    index: int
+    message: str
+    a: Reply
+    b: Reply
+
+
+@dataclass
+class BattleView:
+    battle: Battle
+    exchanges: list[Exchange]
+    finished_exchanges: int
+    pending: bool
+    can_say: bool
+    can_vote: bool
+    reveal: dict | None = None  # after the vote: names, the outcome, latencies
+    scenario: list[tuple[str, str]] = field(default_factory=list)
+
+
+def reply_of(turn: BattleTurn, battle: Battle, now=None) -> Reply:
+    state = turn.state
+    if turn_is_stale(turn, _system(battle, turn.side), now):
+        state = "interrupted"
+    revealed = battle.status == Battle.Status.VOTED
+    return Reply(index=turn.index, side=turn.side, label=SIDE_LABELS[turn.side], state=state,
+                 text=turn.text if turn.state == BattleTurn.State.OK else "",
+                 error_kind=turn.error_kind, latency_ms=turn.latency_ms if revealed else None)
+
+
+def scenario_lines(scenario: dict) -> list[tuple[str, str]]:
+    """The scenario as (field, value) lines; nested values flattened to text."""
+    lines = []
+    for key, value in scenario.items():
+        if key == "dialogue_id":
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            value = "; ".join(f"{k}: {v}" for k, v in value.items())
+        lines.append((str(key).replace("_", " "), str(value)))
+    return lines
+
+
+def battle_view(*, battle: Battle, fresh: bool = False,
+                turns: list[BattleTurn] | None = None) -> BattleView:
+    """BATTLE as its page shows it. FRESH: BATTLE was just read in this request (with its
+    systems and its arena's benchmark), so it is used as it is; else it is read again. TURNS:
+    its turns, when the caller has just read them."""
+    if not fresh:
+        battle = Battle.objects.select_related("system_a", "system_b", "arena__benchmark").get(
+            pk=battle.pk)
+    if turns is None:
+        turns = list(battle.turns.all())
+    now = timezone.now()
+    rows = {}
+    for turn in turns:
+        rows.setdefault(turn.index, {})[turn.side] = turn
+    views = [Exchange(index=i, message=row[BattleTurn.Side.USER].text,
+                      a=reply_of(row[BattleTurn.Side.A], battle, now),
+                      b=reply_of(row[BattleTurn.Side.B], battle, now))
+             for i, row in sorted(rows.items())]
+    is_open = battle.status == Battle.Status.OPEN
+    waiting, finished = pending(turns, battle, now), exchanges(turns, battle, now)
+    reveal = None
+    if battle.status == Battle.Status.VOTED:
+        vote = battle.vote
+        reveal = {"a": battle.system_a, "b": battle.system_b, "outcome": vote.outcome,
+                  "outcome_label": vote.get_outcome_display(), "reason": vote.reason}
+    return BattleView(battle=battle, exchanges=views, finished_exchanges=finished,
+                      pending=waiting, can_say=is_open and not waiting,
+                      can_vote=is_open and not waiting and finished > 0, reveal=reveal,
+                      scenario=scenario_lines(battle.scenario))
+
+
+def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, BattleView | None]:
+    """SIDE's answer to message INDEX and, once it is settled, the battle's view (its controls
+    change with it); one read of the battle's turns. BATTLE was just read in this request."""
+    turns = list(battle.turns.all())
+    turn = next((t for t in turns if t.index == index and t.side == side), None)
+    if turn is None:
+        return None, None
+    reply = reply_of(turn, battle)
+    if reply.state == BattleTurn.State.PENDING:
+        return reply, None
+    return reply, battle_view(battle=battle, fresh=True, turns=turns)
+
+
+def arena_of_benchmark(benchmark: Benchmark) -> Arena | None:
+    return Arena.objects.filter(benchmark=benchmark, slug=benchmark.slug).first()
+
+
+def battles_of_session(*, arena: Arena, session_key: str | None, user=None, uuids=()):
+    """The battles of this browser session (its key, or the battles it remembers) or, logged
+    in, of this user, on ARENA."""
+    mine = Q(uuid__in=list(uuids))
+    if session_key:
+        mine |= Q(session_key=session_key)
+    if user and user.is_authenticated:
+        mine |= Q(user=user)
+    return arena.battles.filter(mine).order_by("-created_at")

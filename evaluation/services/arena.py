@@ -1,0 +1,357 @@
+"""Blind battles between live systems and the votes they end in (docs/arena.md).
+
+A battle is stored as it happens, never only in memory: `battle_start` draws the pair and the
+scenario, `battle_say` writes the person's message and one *pending* row per system in one
+transaction, and each system's answer settles its own row (`battle_reply_run`), so a system that
+fails or times out never touches the other's answer. Both calls of a turn run at once on this
+process's call threads (`battle_replies_start`); each goes through `live_client`, which keeps the
+system's timeout, retries and concurrency limit. A row still pending after its system's longest
+possible call (the web process restarted mid-call) reads as `interrupted`, and the next write on
+the battle settles it so: the person can go on, vote or abandon.
+
+`battle_vote` locks the battle and its arena: one vote per battle (the one-to-one column refuses
+a replay that slips past the lock), at least one finished exchange, nothing pending, and the
+vote's `position` is the arena's next one.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.text import slugify
+
+from evaluation.lib.live.client import LiveCallError
+from evaluation.lib.live.contract import HistoryTurn, LiveRequest
+from evaluation.lib.rankers import Catalogue
+from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Dialogue, Split, System, Vote
+from evaluation.selectors.arena import SIDES, exchanges, pending, turn_is_stale
+from evaluation.selectors.benchmarks import benchmark_bundle
+from evaluation.services.live import live_client
+
+MAX_MESSAGE_CHARS = 1000
+MAX_REASON_CHARS = 2000
+MAX_TURNS = 10
+PUBLIC_SPLITS = (Split.TRAIN, Split.DEV, Split.TEST)
+INTERRUPTED = "interrupted"
+
+
+# --- arenas -----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def arena_open(*, benchmark: Benchmark, systems: list[System], name: str = "") -> Arena:
+    """The benchmark's arena (slug = the benchmark's), created if needed, with SYSTEMS added to
+    the systems battles draw from. Every system must be live; nothing changes otherwise."""
+    not_live = [s.slug for s in systems if not s.is_live]
+    if not_live:
+        raise ValidationError(f"only live systems can battle; not live: {', '.join(not_live)}")
+    arena, _ = Arena.objects.get_or_create(
+        slug=benchmark.slug, defaults={"name": name or f"{benchmark.name} arena",
+                                       "benchmark": benchmark})
+    if arena.benchmark_id != benchmark.pk:
+        raise ValidationError(f"arena {arena.slug!r} belongs to another benchmark")
+    arena.systems.add(*systems)
+    return arena
+
+
+def arena_live_systems(arena: Arena) -> list[System]:
+    return list(arena.systems.exclude(live_kind="").order_by("pk"))
+
+
+# An arena filled from imported votes (CRS Arena's vote files, `import_public crs_arena_dial`).
+
+
+def _unique_arena_slug(base: str) -> str:
+    base = slugify(base)[:90] or "arena"
+    slug, number = base, 1
+    while Arena.objects.filter(slug=slug).exists():
+        number += 1
+        slug = f"{base}-{number}"
+    return slug
+
+
+@transaction.atomic
+def arena_import_votes(*, benchmark: Benchmark, votes: list[dict],
+                       system_for: Callable[[str], System]) -> Arena:
+    """A new arena named after ``benchmark`` holding ``votes`` in the given (cast) order:
+    positions 0, 1, …; each vote {system_a, system_b (names), outcome, reason, voter_ref}.
+    ``system_for`` maps a system name to its System."""
+    arena = Arena.objects.create(slug=_unique_arena_slug(benchmark.slug), name=benchmark.name,
+                                 benchmark=benchmark)
+    systems: dict[str, System] = {}
+    for vote in votes:
+        for name in (vote["system_a"], vote["system_b"]):
+            if name not in systems:
+                systems[name] = system_for(name)
+    Vote.objects.bulk_create(
+        [Vote(arena=arena, system_a=systems[vote["system_a"]],
+              system_b=systems[vote["system_b"]], outcome=vote["outcome"],
+              reason=vote.get("reason", ""), position=position,
+              voter_ref=vote.get("voter_ref", "")[:200])
+         for position, vote in enumerate(votes)], batch_size=2000)
+    return arena
+
+
+# --- starting a battle ------------------------------------------------------------------------
+
+
+def pair_choose(systems: list[System], counts: Counter,
+                rng: random.Random) -> tuple[System, System]:
+    """The least-battled pair (votes plus open battles, either order), ties broken at random,
+    then a random side for each: over time every pair gets votes, and A is either system."""
+    pairs = [(x, y) for i, x in enumerate(systems) for y in systems[i + 1:]]
+    if not pairs:
+        raise ValidationError("this arena needs at least two live systems")
+    load = {pair: counts[frozenset((pair[0].pk, pair[1].pk))] for pair in pairs}
+    fewest = min(load.values())
+    first, second = rng.choice([pair for pair in pairs if load[pair] == fewest])
+    return (first, second) if rng.random() < 0.5 else (second, first)
+
+
+def _pair_counts(arena: Arena) -> Counter:
+    counts: Counter = Counter()
+    for a, b in arena.votes.values_list("system_a_id", "system_b_id"):
+        counts[frozenset((a, b))] += 1
+    for a, b in arena.battles.filter(status=Battle.Status.OPEN).values_list("system_a_id",
+                                                                            "system_b_id"):
+        counts[frozenset((a, b))] += 1
+    return counts
+
+
+def scenario_draw(benchmark: Benchmark, rng: random.Random) -> dict:
+    """A scenario of one of the benchmark's public dialogues (never a hidden one)."""
+    ids = list(Dialogue.objects.filter(benchmark=benchmark, split__in=PUBLIC_SPLITS)
+               .order_by("pk").values_list("pk", flat=True))
+    if not ids:
+        return {}
+    dialogue = Dialogue.objects.get(pk=rng.choice(ids))
+    return {"dialogue_id": dialogue.external_id, **(dialogue.scenario or {})}
+
+
+@transaction.atomic
+def battle_start(*, arena: Arena, session_key: str, user=None, address_hash: str = "",
+                 own_request: bool = False, rng: random.Random | None = None) -> Battle:
+    """A new battle for the session: two of the arena's live systems and, unless the person
+    writes their own request, a scenario from the benchmark."""
+    if not session_key:
+        raise ValidationError("a battle needs a browser session")
+    rng = rng or random.SystemRandom()
+    Arena.objects.select_for_update().get(pk=arena.pk)  # concurrent starts see each other's pair
+    system_a, system_b = pair_choose(arena_live_systems(arena), _pair_counts(arena), rng)
+    scenario = {} if own_request or arena.benchmark is None else scenario_draw(arena.benchmark, rng)
+    return Battle.objects.create(
+        uuid=uuid.uuid4(), arena=arena, system_a=system_a, system_b=system_b,
+        session_key=session_key, user=user if user and user.is_authenticated else None,
+        address_hash=address_hash, scenario=scenario)
+
+
+# --- turns ------------------------------------------------------------------------------------
+
+
+def _settle_stale(battle: Battle) -> list[BattleTurn]:
+    """Settle the answers a restart cut off; the battle's turns as they now are."""
+    turns = list(battle.turns.all())
+    stale = [t for t in turns if turn_is_stale(
+        t, battle.system_a if t.side == BattleTurn.Side.A else battle.system_b)]
+    if stale:
+        now = timezone.now()
+        BattleTurn.objects.filter(pk__in=[t.pk for t in stale],
+                                  state=BattleTurn.State.PENDING).update(
+            state=BattleTurn.State.ERROR, error_kind=INTERRUPTED,
+            error="no answer: the call was cut off (Concord restarted)", settled_at=now)
+        for turn in stale:
+            turn.state, turn.error_kind, turn.settled_at = BattleTurn.State.ERROR, INTERRUPTED, now
+    return turns
+
+
+def _locked_open(battle: Battle) -> tuple[Battle, list[BattleTurn]]:
+    """The open battle, locked, and its turns (cut-off answers settled); else ValidationError.
+
+    Only the row's status is read again under the lock: a battle's systems never change, so
+    the ones BATTLE already holds (the view read them with it) serve."""
+    status = Battle.objects.select_for_update().filter(pk=battle.pk).values_list(
+        "status", flat=True).get()
+    if status == Battle.Status.VOTED:
+        raise ValidationError("this battle already has its vote")
+    if status == Battle.Status.ABANDONED:
+        raise ValidationError("this battle was abandoned")
+    battle.status = status
+    return battle, _settle_stale(battle)
+
+
+@transaction.atomic
+def battle_say(*, battle: Battle, text: str) -> int:
+    """Store the person's next message and one pending answer row per system; its index."""
+    text = (text or "").strip()
+    if not text:
+        raise ValidationError("write a message first")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ValidationError(f"a message has at most {MAX_MESSAGE_CHARS} characters "
+                              f"(this one has {len(text)})")
+    battle, turns = _locked_open(battle)
+    if any(t.state == BattleTurn.State.PENDING for t in turns):
+        raise ValidationError("wait until both systems have answered")
+    index = sum(1 for t in turns if t.side == BattleTurn.Side.USER)
+    if index >= MAX_TURNS:
+        raise ValidationError(f"a battle has at most {MAX_TURNS} messages: time to vote")
+    BattleTurn.objects.bulk_create([
+        BattleTurn(battle=battle, index=index, side=BattleTurn.Side.USER, text=text),
+        *(BattleTurn(battle=battle, index=index, side=side, state=BattleTurn.State.PENDING)
+          for side in SIDES)])
+    Battle.objects.filter(pk=battle.pk).update(updated_at=timezone.now())
+    return index
+
+
+_CATALOGUES: dict[tuple, tuple[float, Catalogue]] = {}
+_CATALOGUES_LOCK = threading.Lock()
+CATALOGUE_SECONDS = 600.0
+
+
+def arena_catalogue(benchmark: Benchmark) -> Catalogue:
+    """The benchmark's catalogue, built once per process (one thread builds, the others wait)
+    and kept ten minutes: every turn of every battle on the benchmark needs it, and building
+    it reads the whole benchmark."""
+    key = (benchmark.pk, benchmark.created_at)  # a re-created benchmark is another key
+    with _CATALOGUES_LOCK:
+        entry = _CATALOGUES.get(key)
+        if entry is None or time.monotonic() - entry[0] >= CATALOGUE_SECONDS:
+            bundle = benchmark_bundle(benchmark=benchmark)
+            entry = (time.monotonic(), Catalogue.from_records(bundle.items, bundle.reviews))
+            _CATALOGUES[key] = entry
+        return entry[1]
+
+
+def live_request(battle: Battle, side: str, index: int, turns: list[BattleTurn]) -> LiveRequest:
+    """What SIDE's system receives for message INDEX: its own conversation so far (the
+    person's messages and its own answers; the other system's never)."""
+    history, utterance = [], ""
+    for turn in sorted(turns, key=lambda t: (t.index, t.side != BattleTurn.Side.USER)):
+        if turn.side == BattleTurn.Side.USER:
+            if turn.index == index:
+                utterance = turn.text
+            elif turn.index < index:
+                history.append(HistoryTurn("user", turn.text))
+        elif turn.side == side and turn.index < index and turn.state == BattleTurn.State.OK:
+            history.append(HistoryTurn("system", turn.text, tuple(turn.ranked_item_ids)))
+    return LiveRequest(benchmark=battle.arena.benchmark.slug, dialogue_id=f"arena-{battle.uuid}",
+                       turn_index=len(history) + 1, history=tuple(history), utterance=utterance)
+
+
+def battle_reply_run(*, battle_id: int, index: int, side: str, clock=time.perf_counter) -> str:
+    """Call SIDE's system for message INDEX and settle its row; the row's new state.
+
+    The row is settled only if it is still pending (a late answer to a call already settled as
+    interrupted is dropped); the other side's row is never written here.
+    """
+    battle = Battle.objects.select_related("arena__benchmark", f"system_{side}").get(pk=battle_id)
+    system = battle.system_a if side == BattleTurn.Side.A else battle.system_b
+    turns = list(battle.turns.filter(index__lte=index))
+    request = live_request(battle, side, index, turns)
+    started = clock()
+    fields: dict
+    try:
+        client = live_client(system=system, benchmark=battle.arena.benchmark,
+                             catalogue=arena_catalogue(battle.arena.benchmark))
+        answer = client.turn(request)
+        fields = {"state": BattleTurn.State.OK, "text": answer.response,
+                  "ranked_item_ids": list(answer.ranked_item_ids),
+                  "citations": [dict(c) for c in answer.citations]}
+    except LiveCallError as error:
+        fields = {"state": BattleTurn.State.ERROR, "error_kind": error.kind,
+                  "error": error.message}
+    except ValidationError as error:  # not live any more, or its key is missing here
+        fields = {"state": BattleTurn.State.ERROR, "error_kind": "refused",
+                  "error": "; ".join(error.messages)}
+    except Exception as error:  # noqa: BLE001 - an in-process system's crash is its failure
+        fields = {"state": BattleTurn.State.ERROR, "error_kind": "crashed",
+                  "error": f"{type(error).__name__}: {error}"}
+    fields["latency_ms"] = round((clock() - started) * 1000)
+    fields["settled_at"] = timezone.now()
+    BattleTurn.objects.filter(battle_id=battle_id, index=index, side=side,
+                              state=BattleTurn.State.PENDING).update(**fields)
+    return fields["state"]
+
+
+class _CallPool:
+    """This process's threads for system calls (created on first use, after any fork)."""
+
+    def __init__(self):
+        self.executor: ThreadPoolExecutor | None = None
+        self.lock = threading.Lock()
+
+    def submit(self, fn, **kwargs):
+        with self.lock:
+            if self.executor is None:
+                self.executor = ThreadPoolExecutor(max_workers=settings.ARENA_CALL_THREADS,
+                                                   thread_name_prefix="arena-call")
+        return self.executor.submit(_in_thread, fn, kwargs)
+
+
+def _in_thread(fn, kwargs):
+    close_old_connections()
+    try:
+        return fn(**kwargs)
+    finally:
+        connection.close()
+
+
+CALLS = _CallPool()
+
+
+def battle_replies_start(*, battle: Battle, index: int) -> list:
+    """Call both systems for message INDEX at once (after the message's transaction committed);
+    the futures, for callers that wait (the bench command, tests)."""
+    return [CALLS.submit(battle_reply_run, battle_id=battle.pk, index=index, side=side)
+            for side in SIDES]
+
+
+# --- ending a battle --------------------------------------------------------------------------
+
+
+@transaction.atomic
+def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: str = "") -> Vote:
+    """The battle's one vote; refused when replayed, before a finished exchange, while an answer
+    is pending, or with an unknown outcome. Nothing is stored when refused."""
+    if outcome not in Vote.Outcome.values:
+        raise ValidationError(f"unknown choice {outcome!r}: choose A, B, tie or both bad")
+    reason = (reason or "").strip()
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValidationError(f"a reason has at most {MAX_REASON_CHARS} characters")
+    battle, turns = _locked_open(battle)
+    if pending(turns, battle):
+        raise ValidationError("wait until both systems have answered")
+    if not exchanges(turns, battle):
+        raise ValidationError("talk to the systems first: a vote needs at least one exchange")
+    arena = Arena.objects.select_for_update().get(pk=battle.arena_id)  # positions in order
+    position = (arena.votes.aggregate(last=Max("position"))["last"] or 0) + 1
+    try:
+        with transaction.atomic():
+            vote = Vote.objects.create(
+                arena=arena, battle=battle, system_a=battle.system_a, system_b=battle.system_b,
+                outcome=outcome, reason=reason, position=position, voter_ref=voter_ref)
+    except IntegrityError:
+        raise ValidationError("this battle already has its vote") from None
+    Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED,
+                                               updated_at=timezone.now())
+    return vote
+
+
+@transaction.atomic
+def battle_abandon(*, battle: Battle) -> Battle:
+    """End the battle without a vote (its dialogue stays stored)."""
+    battle, _ = _locked_open(battle)
+    Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.ABANDONED,
+                                               updated_at=timezone.now())
+    battle.status = Battle.Status.ABANDONED
+    return battle
