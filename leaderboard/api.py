@@ -64,7 +64,8 @@ from .access import (
 )
 from .access import systems_for_user as visible_systems
 from .selectors.arenas import arena_board, arena_board_payload
-from .selectors.boards import UnknownCoverage, board_protocols, leaderboard
+from .selectors.boards import board_protocols, leaderboard
+from .selectors.runs import UnknownCoverage
 from .serializers import (
     ArenaRatingsSerializer,
     ArenaSerializer,

@@ -54,7 +54,6 @@ from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemF
 from .selectors import arenas as arena_selectors
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
 from .selectors.boards import (
-    UnknownCoverage,
     benchmark_leaderboard_counts,
     board_protocols,
     leaderboard,
@@ -64,7 +63,12 @@ from .selectors.boards import (
 )
 from .selectors.compare import systems_compare
 from .selectors.drilldown import dialogue_drilldown, latest_succeeded_run
-from .selectors.runs import visible_runs
+from .selectors.runs import (
+    UnknownCoverage,
+    coverage_choice,
+    coverage_label,
+    visible_runs_by_coverage,
+)
 from .selectors.systems import (
     DIALOGUE_METRICS,
     system_boards,
@@ -299,19 +303,32 @@ def system_detail(request, slug):
     chosen = _chosen_board(request, boards)
     if chosen:
         benchmark, protocol = chosen
-        runs = visible_runs(benchmark=benchmark, protocol=protocol, user=request.user,
-                            system=system)
+        # one split set at a time, chosen as the leaderboard chooses it (`test` by default)
+        splits = request.GET.get("splits", "")
+        try:
+            coverage, available, choice = coverage_choice(
+                benchmark=benchmark, protocol=protocol, user=request.user, splits=splits,
+                system=system)
+        except UnknownCoverage as exc:
+            context["problem"] = f"Unknown split set: {exc}."
+            coverage, available, choice = coverage_choice(
+                benchmark=benchmark, protocol=protocol, user=request.user, system=system)
+        runs = choice.for_user(request.user)
         results = system_results(runs=runs, benchmark=benchmark, user=request.user)
         trace = next((r for r in runs if r.evaluator == SUITE_NAME), None)
         context.update(benchmark=benchmark, protocol=protocol, runs=runs, results=results,
-                       radar=system_radar(results), trace_run=trace)
+                       radar=system_radar(results), trace_run=trace,
+                       coverage_label=coverage_label(coverage), coverages=available,
+                       coverage=coverage, coverage_param=next(
+                           (c.param for c in available if c.key == coverage), ""))
         if trace:
             context["tiers"] = system_tiers(run_id=trace.run_id, benchmark=benchmark)
             dialogues = system_dialogues(run_id=trace.run_id, benchmark=benchmark)
             context["dialogues"] = Paginator(dialogues, 20).get_page(request.GET.get("page"))
             context["dialogue_metrics"] = DIALOGUE_METRICS
-            context["others"] = [r for r in visible_runs(
-                benchmark=benchmark, protocol=protocol, user=request.user)
+            context["others"] = [r for r in coverage_choice(
+                benchmark=benchmark, protocol=protocol, user=request.user,
+                splits=context["coverage_param"])[2].for_user(request.user)
                 if r.evaluator == SUITE_NAME and r.system_id != system.pk]
     return render(request, "leaderboard/system_detail.html", context)
 
@@ -452,18 +469,45 @@ def compare(request):
     if not slug:
         return render(request, "leaderboard/compare.html", context)
     benchmark = get_benchmark_for_user(request.user, slug)
-    runs = [r for r in visible_runs(benchmark=benchmark, protocol="turn", user=request.user)
-            if r.evaluator == SUITE_NAME]
-    context.update(benchmark=benchmark, choices=sorted(runs, key=lambda r: r.name.lower()))
+    # Both runs are of one split set (as on the leaderboard): SPLITS, or else the first split
+    # set, in the leaderboard's order, on which both chosen systems have a run.
+    splits = request.GET.get("splits", "")
+    try:
+        coverage, available, _ = coverage_choice(benchmark=benchmark, protocol="turn",
+                                                 user=request.user, splits=splits)
+    except UnknownCoverage as exc:
+        context["problem"] = f"Unknown split set: {exc}."
+        splits = ""
+        coverage, available, _ = coverage_choice(benchmark=benchmark, protocol="turn",
+                                                 user=request.user)
+    suite_runs = {key: [r for r in runs if r.evaluator == SUITE_NAME] for key, runs
+                  in visible_runs_by_coverage(benchmark=benchmark, protocol="turn",
+                                              user=request.user).items()}
+    systems = []
     if context["a"] and context["b"]:
         systems = [get_system_for_user(request.user, context[k]) for k in ("a", "b")]
+        if not splits:
+            coverage = next((key for key, runs in suite_runs.items()
+                             if {s.pk for s in systems} <= {r.system_id for r in runs}),
+                            coverage)
+    runs = suite_runs.get(coverage, [])
+    context.update(benchmark=benchmark, choices=sorted(runs, key=lambda r: r.name.lower()),
+                   coverages=available, coverage=coverage,
+                   coverage_label=coverage_label(coverage))
+    if systems:
         by_system = {r.system_id: r for r in runs}
         pair = [by_system.get(s.pk) for s in systems]
         context["systems"] = systems
         if systems[0].pk == systems[1].pk:
             context["problem"] = "Pick two different systems."
         elif None in pair:
-            context["problem"] = "Both systems need a finished run on this benchmark."
+            have = [c.label for c in available if {s.pk for s in systems}
+                    <= {r.system_id for r in suite_runs.get(c.key, [])}]
+            context["problem"] = (
+                f"Both systems need a finished run evaluated on {coverage_label(coverage)}."
+                + (f" Both have one on: {', '.join(have)}." if have else
+                   " They have no split set in common: their numbers rest on different"
+                   " dialogues, so they are not compared."))
         else:
             from evaluation.models import Run
 

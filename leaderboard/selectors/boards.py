@@ -23,16 +23,7 @@ from leaderboard.lib.trust import RULE as TRUST_RULE
 
 from .columns import Column, board_columns, fmt, metric_bounds, metric_rule, metric_summaries
 from .ranks import rank_snapshots
-from .runs import (
-    BoardRun,
-    Coverage,
-    RunChoice,
-    board_runs,
-    coverage_from_param,
-    coverage_label,
-    coverages,
-    default_coverage,
-)
+from .runs import BoardRun, Coverage, coverage_choice, coverage_label
 from .trust import column_trust, trust_record
 
 DEFAULT_SORT = f"{SUITE_NAME}:recall@1"
@@ -102,10 +93,6 @@ class Leaderboard:
         return [] if index is None else [(row, row.cells[index]) for row in self.rows]
 
 
-class UnknownCoverage(ValueError):
-    """The requested split set has no runs on this leaderboard."""
-
-
 def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = "",
                 family: str = "", baselines: bool = True,
                 all_columns: bool = False, splits: str = "") -> Leaderboard:
@@ -116,21 +103,8 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
 
     Raises UnknownCoverage when SPLITS names a split set no run of the viewer's was evaluated
     on (and is not the default)."""
-    runs = board_runs(benchmark=benchmark, protocol=protocol)
-    by_coverage: dict[str, list[BoardRun]] = defaultdict(list)
-    for run in runs:
-        by_coverage[run.coverage].append(run)
-    # a system may have runs of several coverages: it counts in each one's ranking
-    available = coverages([run for group in by_coverage.values()
-                           for run in RunChoice.of(group).for_user(user)])
-    coverage = coverage_from_param(splits)
-    if not splits.strip():
-        coverage = default_coverage(available)
-    elif coverage not in {c.key for c in available}:
-        raise UnknownCoverage(
-            f"no run on this leaderboard was evaluated on the splits {coverage_label(coverage)}"
-            f"; choose one of: {', '.join(c.param for c in available) or 'none yet'}")
-    choice = RunChoice.of(by_coverage.get(coverage, []))
+    coverage, available, choice = coverage_choice(benchmark=benchmark, protocol=protocol,
+                                                  user=user, splits=splits)
     shown = choice.for_user(user)
     summaries = metric_summaries([r.run_id for r in shown])
     columns, has_more = board_columns(shown, summaries, all_columns)

@@ -158,6 +158,42 @@ class RunChoice:
         return sorted(ids)
 
 
-def visible_runs(*, benchmark, protocol: str, user, system=None) -> list[BoardRun]:
-    return RunChoice.of(board_runs(benchmark=benchmark, protocol=protocol,
-                                    system=system)).for_user(user)
+class UnknownCoverage(ValueError):
+    """The requested split set has no runs on this leaderboard."""
+
+
+def coverage_choice(*, benchmark, protocol: str, user, splits: str = "",
+                    system=None) -> tuple[str, list[Coverage], RunChoice]:
+    """The split set SPLITS names ('' = the default: `test`, else the one with most systems),
+    every split set the viewer has runs of, and the runs evaluated on exactly the chosen one
+    (of SYSTEM only when given). The leaderboard, the system page and the compare page choose
+    this way, so none of them puts numbers of different coverages side by side.
+
+    Raises UnknownCoverage when SPLITS names a split set no run of the viewer's was evaluated
+    on."""
+    by_coverage = _runs_by_coverage(benchmark=benchmark, protocol=protocol, system=system)
+    # a system may have runs of several coverages: it counts in each one's ranking
+    available = coverages([run for group in by_coverage.values()
+                           for run in RunChoice.of(group).for_user(user)])
+    coverage = coverage_from_param(splits)
+    if not splits.strip():
+        coverage = default_coverage(available)
+    elif coverage not in {c.key for c in available}:
+        raise UnknownCoverage(
+            f"no run on this leaderboard was evaluated on the splits {coverage_label(coverage)}"
+            f"; choose one of: {', '.join(c.param for c in available) or 'none yet'}")
+    return coverage, available, RunChoice.of(by_coverage.get(coverage, []))
+
+
+def _runs_by_coverage(*, benchmark, protocol: str, system=None) -> dict[str, list[BoardRun]]:
+    by_coverage: dict[str, list[BoardRun]] = {}
+    for run in board_runs(benchmark=benchmark, protocol=protocol, system=system):
+        by_coverage.setdefault(run.coverage, []).append(run)
+    return by_coverage
+
+
+def visible_runs_by_coverage(*, benchmark, protocol: str, user) -> dict[str, list[BoardRun]]:
+    """Per split set, the runs the viewer sees (the newest per system and evaluator), in one
+    query."""
+    return {key: RunChoice.of(group).for_user(user) for key, group
+            in _runs_by_coverage(benchmark=benchmark, protocol=protocol).items()}

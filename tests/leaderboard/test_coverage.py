@@ -117,3 +117,59 @@ def test_a_system_with_runs_of_two_coverages_is_ranked_in_each(client, partial,
     full = client.get(BOARD + f"?splits={PARAM}").content.decode()
     assert sorted(rows(full)) == ["baseline-reverse", "echo"]
     assert "hidden + test + train</a> (2 systems)" in test
+
+
+@pytest.fixture
+def echo_on_test_too(board_world, partial, finished_submission):
+    """Echo also answered the test split alone, after its full-coverage run."""
+    lines = [line for line in tiny_lines() if line["dialogue_id"] == "d2"]
+    _, run = finished_submission(board_world["echo"], lines, public=True)
+    return run
+
+
+def test_the_system_page_shows_one_split_set_at_a_time(client, board_world, echo_on_test_too):
+    full_run = board_world["runs"]["echo"][1]
+    url = reverse("leaderboard:system_detail", args=["echo"])
+    page = client.get(url).content.decode()  # the leaderboard's default: test
+    assert "evaluated on <strong>test</strong>" in page
+    assert f"run #{echo_on_test_too.pk}<" in page and f"run #{full_run.pk}<" not in page
+    assert "evaluated on hidden + test + train</a>" in page  # the other split set's tab
+    # Compare offers only systems with a run of the same split set (Partial, not the baseline)
+    others = page.split("<h2>Compare</h2>")[1].split("</form>")[0]
+    assert '<option value="partial">' in others and "baseline-reverse" not in others
+    assert '<input type="hidden" name="splits" value="test">' in others
+
+    full = client.get(url, {"splits": PARAM}).content.decode()
+    assert f"evaluated on <strong>{FULL.replace('+', ' + ')}</strong>" in full
+    assert f"run #{full_run.pk}<" in full and f"run #{echo_on_test_too.pk}<" not in full
+    others = full.split("<h2>Compare</h2>")[1].split("</form>")[0]
+    assert '<option value="baseline-reverse">' in others and "partial" not in others
+    # an unknown split set is said, and the default shown
+    unknown = client.get(url, {"splits": "dev"}).content.decode()
+    assert ("Unknown split set: no run on this leaderboard was evaluated on the splits dev"
+            in unknown)
+    assert "evaluated on <strong>test</strong>" in unknown
+
+
+def test_compare_pairs_runs_of_one_split_set(client, board_world, echo_on_test_too):
+    full_run = board_world["runs"]["echo"][1]
+    compare = reverse("leaderboard:compare")
+    # Echo has runs on test and on the full set, Partial on test only: test is chosen
+    page = client.get(compare, {"benchmark": "tiny", "a": "echo", "b": "partial"}
+                      ).content.decode()
+    assert "both evaluated on <strong>test</strong>" in page
+    assert f"#{echo_on_test_too.pk}</a>" in page and f"#{full_run.pk}</a>" not in page
+    # Echo and the baseline share only the full set
+    page = client.get(compare, {"benchmark": "tiny", "a": "echo", "b": "baseline-reverse"}
+                      ).content.decode()
+    assert f"both evaluated on <strong>{FULL.replace('+', ' + ')}</strong>" in page
+    assert f"#{full_run.pk}</a>" in page
+    # asked for a split set one of them lacks: said so, with the split sets they share
+    page = client.get(compare, {"benchmark": "tiny", "a": "partial", "b": "baseline-reverse",
+                                "splits": "test"}).content.decode()
+    assert ("Both systems need a finished run evaluated on test. They have no split set in "
+            "common") in page
+    page = client.get(compare, {"benchmark": "tiny", "a": "echo", "b": "baseline-reverse",
+                                "splits": "test"}).content.decode()
+    assert (f"Both systems need a finished run evaluated on test. Both have one on: "
+            f"{FULL.replace('+', ' + ')}.") in page
