@@ -9,8 +9,18 @@ from django.db.models import Max
 from django.urls import reverse
 
 from evaluation.lib import charts
+from evaluation.lib.simulators.simulators import simulated_protocol
 from evaluation.lib.stats.clustered import cluster_mean
-from evaluation.models import Benchmark, Dialogue, Job, Run, Split, Submission, UnitScore
+from evaluation.models import (
+    Benchmark,
+    Dialogue,
+    Job,
+    Run,
+    Simulation,
+    Split,
+    Submission,
+    UnitScore,
+)
 
 from .columns import HEADLINE, board_columns, fmt, metric_bounds, metric_rule, metric_summaries
 from .runs import BoardRun
@@ -30,10 +40,20 @@ def system_boards(*, system, user) -> list[tuple[object, str]]:
     if not (user.is_staff or (user.is_authenticated and system.owner_id == user.pk)
             or system.is_baseline):
         runs = runs.filter(submission__is_public=True)
-    pairs = list(runs.values_list("submission__benchmark", "submission__protocol")
-                 .annotate(latest=Max("created_at")).order_by("-latest"))
-    benchmarks = Benchmark.objects.in_bulk([b for b, _, _ in pairs])
-    return [(benchmarks[b], protocol) for b, protocol, _ in pairs]
+    # The boards `board_runs` puts these runs on: a simulation's run on its simulator's board,
+    # other runs on their submission's protocol, and a simulated log's other runs on none.
+    simulated = Simulation.objects.exclude(submission=None).values("submission_id")
+    pairs = [(False, b, protocol, latest) for b, protocol, latest in (
+        runs.exclude(submission_id__in=simulated)
+        .values_list("submission__benchmark", "submission__protocol")
+        .annotate(latest=Max("created_at")))]
+    pairs += [(True, b, simulated_protocol(simulator), latest) for b, simulator, latest in (
+        runs.filter(simulation__isnull=False)
+        .values_list("submission__benchmark", "simulation__simulator")
+        .annotate(latest=Max("created_at")))]
+    pairs.sort(key=lambda p: (p[0], -p[3].timestamp()))  # submission boards first, newest first
+    benchmarks = Benchmark.objects.in_bulk([b for _, b, _, _ in pairs])
+    return [(benchmarks[b], protocol) for _, b, protocol, _ in pairs]
 
 
 def system_results(*, runs: list[BoardRun], benchmark=None, user=None

@@ -146,3 +146,17 @@ def test_demo_simulations_fill_the_board_once(sim_benchmark, client):  # noqa: F
     text = page.content.decode()
     assert text.count('class="lb-row') == len(DEMO_SIMULATED)
     assert text.count('class="pc-series"') == len(DEMO_SIMULATED)
+
+
+def test_the_system_page_offers_the_simulated_board_not_an_empty_log_board(simulated, researcher,
+                                                                           client):
+    from leaderboard.selectors.systems import system_boards
+
+    benchmark, sims = simulated
+    system = sims["Coverer"].system
+    assert [(b.slug, protocol) for b, protocol in system_boards(system=system, user=researcher)
+            ] == [(benchmark.slug, BOARD)]
+    client.force_login(researcher)
+    page = client.get(reverse("leaderboard:system_detail", args=[system.slug])).content.decode()
+    assert "No finished evaluation to show yet" not in page
+    assert f"({BOARD} protocol)</a>" in page and "pc@10" in page
