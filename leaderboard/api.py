@@ -194,7 +194,9 @@ class SubmissionList(generics.ListAPIView):
                     "is validated at once: 400 lists every problem with its line number and "
                     "nothing is stored; otherwise it is stored, counted against the system's "
                     "daily quota (429 when used up) and its evaluation run is queued — poll "
-                    "/api/runs/<id>/ for progress and results. Private until published.",
+                    "/api/runs/<id>/ for progress and results. `protocol: log` uploads "
+                    "whole conversations (logs.jsonl), scored by LLM evaluators rather than a "
+                    "Trace run. Private until published.",
         request={"multipart/form-data": SubmissionUploadSerializer},
         responses={201: SubmissionSerializer,
                    400: OpenApiResponse(ValidationFailedSerializer,
@@ -211,7 +213,8 @@ class SubmissionList(generics.ListAPIView):
         try:
             submission, _run = submission_submit(system=system, benchmark=benchmark,
                                                  file=data["file"], user=request.user,
-                                                 note=data.get("note", ""))
+                                                 note=data.get("note", ""),
+                                                 protocol=data["protocol"])
         except FormatError as exc:
             errors = [{"file": i.file, "line": i.line, "path": i.path, "message": i.message}
                       for i in exc.issues]
@@ -219,6 +222,8 @@ class SubmissionList(generics.ListAPIView):
                              "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
         except QuotaExceeded as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        except ValueError as exc:  # a protocol the benchmark does not take
+            return Response({"protocol": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(SubmissionSerializer(submission).data, status=status.HTTP_201_CREATED)
 
 

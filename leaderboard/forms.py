@@ -35,20 +35,37 @@ class SystemForm(forms.ModelForm):
 
 
 class SubmissionForm(forms.Form):
-    benchmark = forms.ChoiceField(help_text="the benchmark whose reference turns you answered")
-    file = forms.FileField(label="Submission file (submission.jsonl)",
-                           help_text="one JSON line per answered system turn (docs/formats.md §2)")
+    benchmark = forms.ChoiceField(help_text="the benchmark whose reference turns or dialogues "
+                                            "your file answers")
+    protocol = forms.ChoiceField(
+        choices=[("turn", "turn: one line per answered system turn"),
+                 ("log", "log: one line per whole conversation")],
+        initial="turn", widget=forms.RadioSelect, required=False,
+        help_text="turn files are scored by the Trace metrics, log files by the LLM evaluators "
+                  "(docs/formats.md §2)")
+    file = forms.FileField(label="Submission file (JSON Lines)",
+                           help_text="submission.jsonl or logs.jsonl (docs/formats.md §2)")
     note = forms.CharField(max_length=300, required=False,
                            help_text="optional, e.g. the model checkpoint")
 
     def __init__(self, *args, benchmarks=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.benchmarks = {b.slug: b for b in benchmarks}
-        self.fields["benchmark"].choices = [(b.slug, f"{b.name} (v{b.version})")
-                                            for b in benchmarks]
+        self.fields["benchmark"].choices = [
+            (b.slug, f"{b.name} (v{b.version}; {', '.join(b.protocols or ['turn'])})")
+            for b in benchmarks]
 
     def clean_benchmark(self):
         return self.benchmarks[self.cleaned_data["benchmark"]]
+
+    def clean(self):
+        data = super().clean()
+        data["protocol"] = data.get("protocol") or "turn"  # older clients send none
+        benchmark, protocol = data.get("benchmark"), data["protocol"]
+        if benchmark and protocol and protocol not in (benchmark.protocols or ["turn"]):
+            self.add_error("protocol", f"{benchmark.name} takes "
+                           f"{' and '.join(benchmark.protocols or ['turn'])} submissions only")
+        return data
 
 
 class SimulationForm(forms.Form):

@@ -97,8 +97,11 @@ class UploadField(serializers.FileField):
 class SubmissionUploadSerializer(serializers.Serializer):
     system = serializers.SlugField(help_text="slug of one of your systems")
     benchmark = serializers.SlugField(help_text="slug of the benchmark the file answers")
-    file = UploadField(help_text="submission.jsonl (docs/formats.md §2)")
+    file = UploadField(help_text="submission.jsonl or, with protocol `log`, logs.jsonl "
+                                 "(docs/formats.md §2)")
     note = serializers.CharField(max_length=300, required=False, allow_blank=True)
+    protocol = serializers.ChoiceField(choices=["turn", "log"], default="turn",
+                                       help_text="turn (the default) or log")
 
 
 class RequiredBooleanField(serializers.BooleanField):

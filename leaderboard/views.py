@@ -22,6 +22,7 @@ from rest_framework.authtoken.models import Token
 
 from evaluation.access import benchmarks_for_user, get_benchmark_for_user
 from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
@@ -345,7 +346,8 @@ def _chosen_board(request, boards):
 
 
 def _uploadable_benchmarks(user):
-    return [b for b in benchmarks_for_user(user) if "turn" in (b.protocols or ["turn"])]
+    return [b for b in benchmarks_for_user(user)
+            if set(b.protocols or ["turn"]) & set(UPLOAD_PROTOCOLS)]
 
 
 @login_required
@@ -355,7 +357,8 @@ def submission_create(request, slug):
     require_researcher(request.user)
     form = SubmissionForm(request.POST or None, request.FILES or None,
                           benchmarks=_uploadable_benchmarks(request.user),
-                          initial={"benchmark": request.GET.get("benchmark")})
+                          initial={"benchmark": request.GET.get("benchmark"),
+                                   "protocol": request.GET.get("protocol") or "turn"})
     context = {"system": system, "form": form, "quota": system_daily_quota(system),
                "used": submissions_today(system)}
     if request.method == "POST" and form.is_valid():
@@ -364,7 +367,7 @@ def submission_create(request, slug):
             submission, run = submission_submit(
                 system=system, benchmark=form.cleaned_data["benchmark"],
                 file=form.cleaned_data["file"], user=request.user,
-                note=form.cleaned_data["note"])
+                note=form.cleaned_data["note"], protocol=form.cleaned_data["protocol"])
         except FormatError as exc:
             context["issues"], status = exc.issues, 422
         except QuotaExceeded as exc:

@@ -9,7 +9,12 @@ from django.db.models import Count
 
 from evaluation.lib.formats.bundle import Bundle
 from evaluation.lib.formats.public_bundle import HIDDEN, bundle_zip, public_bundle
-from evaluation.lib.formats.submission import SubmissionReference, iter_turn_records, turn_line
+from evaluation.lib.formats.submission import (
+    SubmissionReference,
+    iter_turn_records,
+    log_dialogue_lines,
+    turn_line,
+)
 from evaluation.lib.highlight import quote_segments, span_segments
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.lib.metrics.recovery import no_hit_note
@@ -261,6 +266,16 @@ def submission_splits(*, submission) -> list[str]:
         submission.benchmark.dialogues.filter(external_id__in=dialogue_ids)
         .values_list("split", flat=True)
     ))
+
+
+def submission_hidden_lines(*, submission) -> list[tuple[int, str]]:
+    """(line number, dialogue id) of the logs of a `log` submission on hidden dialogues."""
+    with submission.file.open("rb") as handle:
+        lines = log_dialogue_lines(handle)
+    hidden = set(submission.benchmark.dialogues.filter(
+        split=HIDDEN, external_id__in={dialogue_id for _, dialogue_id in lines})
+        .values_list("external_id", flat=True))
+    return [(line, dialogue_id) for line, dialogue_id in lines if dialogue_id in hidden]
 
 
 def latest_run(*, benchmark: Benchmark, system, evaluator: str = SUITE_NAME) -> Run | None:

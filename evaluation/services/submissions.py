@@ -24,10 +24,18 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from evaluation.lib.formats.errors import FormatError, FormatIssue
-from evaluation.lib.formats.submission import TURN, open_source, validate_submission
+from evaluation.lib.formats.submission import (
+    DEFAULT_NAME,
+    TURN,
+    open_source,
+    validate_submission,
+)
 from evaluation.lib.metrics.suite import CLOSED
 from evaluation.models import Benchmark, Job, Run, Submission, System
-from evaluation.selectors.benchmarks import benchmark_submission_reference
+from evaluation.selectors.benchmarks import (
+    benchmark_submission_reference,
+    submission_hidden_lines,
+)
 from evaluation.services.runs import run_create, scored_splits
 from evaluation.signals import results_changed_notify
 
@@ -190,26 +198,53 @@ def submission_create(*, system: System, benchmark: Benchmark, path_or_file, use
 
 
 def submission_submit(*, system: System, benchmark: Benchmark, file, user,
-                      note: str = "") -> tuple[Submission, Run]:
+                      note: str = "", protocol: str = TURN) -> tuple[Submission, Run | None]:
     """An upload from the browser or the API: validate, count against today's quota, store,
-    and queue the evaluation run (its task starts when the transaction commits)."""
+    and queue the evaluation run (its task starts when the transaction commits).
+
+    A `turn` file gets a Trace run; a `log` file has no automatic metric of its own, so its
+    runs are the LLM evaluators started from its page (`run` is None). Both count against the
+    same quota, and neither may be scored on the hidden split before its release
+    (`_refuse_hidden`)."""
 
     if not (user.is_staff or system.owner_id == user.pk):
         raise PermissionDenied("Only the system's owner can submit for it.")
+    if protocol not in (benchmark.protocols or [TURN]):
+        raise ValueError(f"{benchmark.name} takes {' and '.join(benchmark.protocols or [TURN])} "
+                         f"submissions, not `{protocol}` ones")
+    name = Path(str(getattr(file, "name", "") or DEFAULT_NAME[protocol])).name
     with transaction.atomic():
         submission = submission_create(system=system, benchmark=benchmark, path_or_file=file,
-                                       user=user, note=note, check_quota=True)
+                                       user=user, note=note, protocol=protocol,
+                                       check_quota=True)
         try:
-            if not scored_splits(submission=submission):
-                raise FormatError([FormatIssue(
-                    Path(str(getattr(file, "name", "") or "submission.jsonl")).name, None, "$",
-                    "the file answers only hidden dialogues, which are scored when the "
-                    "benchmark's owner releases the hidden scores; answer a public split too")])
-            run = run_create(submission=submission, user=user)
+            _refuse_hidden(submission, name)
+            run = run_create(submission=submission, user=user) if protocol == TURN else None
         except BaseException:
             submission.file.delete(save=False)  # the row itself is rolled back
             raise
     return submission, run
+
+
+def _refuse_hidden(submission: Submission, name: str) -> None:
+    """Before the hidden scores are released, a `turn` file must answer a public split too
+    (its hidden part is scored at the release), and a `log` file may not hold logs of hidden
+    dialogues at all: an LLM evaluator scores every log it is given, so their scores would be
+    shown before the release (issue 18)."""
+    if submission.benchmark.hidden_released_at is not None:
+        return
+    if submission.protocol == TURN:
+        if not scored_splits(submission=submission):
+            raise FormatError([FormatIssue(
+                name, None, "$", "the file answers only hidden dialogues, which are scored when "
+                "the benchmark's owner releases the hidden scores; answer a public split too")])
+        return
+    hidden = submission_hidden_lines(submission=submission)
+    if hidden:
+        raise FormatError([FormatIssue(
+            name, line, "$.dialogue_id", f"dialogue {dialogue_id!r} is a hidden dialogue; logs "
+            "of hidden dialogues are accepted once the benchmark's owner releases the hidden "
+            "scores") for line, dialogue_id in hidden])
 
 
 def submission_set_public(*, submission: Submission, user, public: bool) -> Submission:

@@ -45,6 +45,7 @@ TURN = "turn"
 LOG = "log"
 SCHEMAS = {TURN: "submission_turn", LOG: "log"}
 DEFAULT_NAME = {TURN: "submission.jsonl", LOG: "logs.jsonl"}
+PROTOCOLS = tuple(SCHEMAS)  # the protocols a researcher can upload
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 # A Trace answer is a few hundred bytes; 1 MiB leaves room for long LLM responses and rankings
 # over open pools while keeping a hostile line from costing more than that in memory.
@@ -469,6 +470,20 @@ def iter_log_records(source, *, max_bytes: int = DEFAULT_MAX_BYTES,
                                      max_line_bytes=max_line_bytes):
             yield record
     issues.raise_if_any()
+
+
+def log_dialogue_lines(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[tuple[int, str]]:
+    """(line number, dialogue id) of every log of a (validated) `log` file that names one."""
+    issues = IssueCollector()
+    lines = []
+    with open_source(source, name=DEFAULT_NAME[LOG], max_bytes=max_bytes) as (stream, name):
+        for number, record in _json_lines(stream, name, SCHEMAS[LOG], issues,
+                                          max_bytes=max_bytes,
+                                          max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+            if record.get("dialogue_id"):
+                lines.append((number, record["dialogue_id"]))
+    issues.raise_if_any()
+    return lines
 
 
 def validate_submission(source, *, protocol: str, reference: SubmissionReference,
