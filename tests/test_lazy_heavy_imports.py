@@ -8,7 +8,8 @@ import sys
 
 from tests.support.worker import ROOT
 
-HEAVY = ("litellm", "openai", "torch", "sentence_transformers", "transformers", "sklearn")
+HEAVY = ("litellm", "openai", "torch", "sentence_transformers", "transformers", "sklearn",
+         "numba")
 
 
 def test_loading_every_app_and_command_imports_no_heavy_library():

@@ -133,45 +133,34 @@ def _elo_point(encoded: _EncodedVotes, *, k, base, scale, initial) -> np.ndarray
 def _sorted_draws(n: int, n_resamples: int, rng: np.random.Generator,
                   block: int = 1024) -> Iterator[np.ndarray]:
     """Each replicate's N draws (with replacement) from range(N) in ascending order, produced
-    block by block as (steps, replicates) arrays so the whole (replicates × N) table never
+    block by block as (replicates, steps) arrays so the whole (replicates × N) table never
     exists. Sorted uniforms by Rényi's representation: U_(k) = 1 − exp(−Σ_{m≤k} E_m / (N−m+1)),
     E_m iid exponential; the draw is ⌊N U_(k)⌋."""
+    from evaluation.lib.stats.elo_kernel import sorted_draw_block  # numba: loaded when used
+
     divisor = 1.0 / (n - np.arange(n, dtype=float))
-    offset = np.zeros((n_resamples, 1))
+    offset = np.zeros(n_resamples)
     for start in range(0, n, block):
         stop = min(n, start + block)
-        spacing = rng.standard_exponential((n_resamples, stop - start))
-        spacing *= divisor[start:stop]
-        np.cumsum(spacing, axis=1, out=spacing)
-        spacing += offset
-        offset = spacing[:, -1:].copy()
-        draws = (-np.expm1(-spacing) * n).astype(np.int64)
-        np.minimum(draws, n - 1, out=draws)
-        yield np.ascontiguousarray(draws.T)
+        yield sorted_draw_block(rng.standard_exponential((n_resamples, stop - start)),
+                                divisor[start:stop], offset, n)
 
 
 def _elo_replicates(encoded: _EncodedVotes, *, n_resamples: int, seed: int, k, base, scale,
                     initial) -> np.ndarray:
-    """Online Elo for every bootstrap replicate at once, (replicates, systems).
+    """Online Elo for every bootstrap replicate, (replicates, systems): each replicate replays
+    its drawn votes in cast order (`elo_kernel.replay`, compiled).
 
-    Ratings are kept in natural-log units θ = R ln(base) / scale, so E_A = expit(θ_A − θ_B) and
-    one step of all replicates is a handful of vector operations."""
-    size = len(encoded.names)
+    Ratings are kept in natural-log units θ = R ln(base) / scale, so E_A = expit(θ_A − θ_B)."""
+    from evaluation.lib.stats.elo_kernel import replay  # numba: loaded only when used
+
     rng = np.random.default_rng(seed)
-    theta = np.zeros(n_resamples * size)
-    row = np.arange(n_resamples) * size
+    theta = np.zeros((n_resamples, len(encoded.names)))
     step_size = k * math.log(base) / scale
+    target = encoded.score * step_size
     for draws in _sorted_draws(len(encoded.score), n_resamples, rng):
-        # Per step: the flat positions of both systems of every replicate's vote, side by side.
-        at = np.concatenate([encoded.first[draws] + row, encoded.second[draws] + row], axis=1)
-        target = encoded.score[draws] * step_size
-        for t in range(draws.shape[0]):
-            pair = theta.take(at[t]).reshape(2, n_resamples)
-            change = target[t] - step_size * expit(pair[0] - pair[1])
-            pair[0] += change
-            pair[1] -= change
-            theta.put(at[t], pair)
-    return initial + theta.reshape(n_resamples, size) * (scale / math.log(base))
+        replay(encoded.first, encoded.second, target, draws, theta, step_size)
+    return initial + theta * (scale / math.log(base))
 
 
 def elo_ratings(

@@ -212,7 +212,7 @@ def test_the_batched_bootstrap_fit_equals_the_line_searched_fit_per_replicate():
 def test_sorted_draws_are_sorted_resamples_with_replacement():
     n, replicates = 500, 400
     draws = np.concatenate(list(arena._sorted_draws(n, replicates, np.random.default_rng(1),
-                                                     block=64)))
+                                                     block=64)), axis=1).T
     assert draws.shape == (n, replicates)
     assert (np.diff(draws, axis=0) >= 0).all() and draws.min() >= 0 and draws.max() < n
     counts = np.stack([np.bincount(draws[:, r], minlength=n) for r in range(replicates)])
@@ -227,9 +227,10 @@ def test_each_elo_replicate_is_online_elo_on_its_drawn_votes_in_cast_order():
     encoded = arena._encode(votes)
     options = {"k": 16.0, "base": 10.0, "scale": 400.0, "initial": 1000.0}
     replicates = arena._elo_replicates(encoded, n_resamples=5, seed=9, **options)
-    draws = np.concatenate(list(arena._sorted_draws(len(votes), 5, np.random.default_rng(9))))
+    draws = np.concatenate(list(arena._sorted_draws(len(votes), 5, np.random.default_rng(9))),
+                           axis=1)
     for r in range(5):
-        drawn = [votes[d] for d in draws[:, r]]
+        drawn = [votes[d] for d in draws[r]]
         expected = {name: 1000.0 for name in encoded.names} | elo_ratings(drawn)
         assert replicates[r] == pytest.approx([expected[n] for n in encoded.names], abs=1e-9)
 
