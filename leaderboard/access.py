@@ -15,8 +15,8 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
 from config.roles import RESEARCHER, STUDY_AUTHOR, has_role
-from evaluation.access import benchmarks_for_user
-from evaluation.models import Arena, Submission, System
+from evaluation.access import benchmarks_for_user, get_benchmark_for_user
+from evaluation.models import Arena, AutoEvaluation, Benchmark, Submission, System
 
 
 def can_write_system(user, system: System) -> bool:
@@ -73,6 +73,24 @@ def get_submission_to_evaluate(user, uuid) -> Submission:
 
 def can_start_llm_runs(user) -> bool:
     return user.is_authenticated and (user.is_staff or has_role(user, STUDY_AUTHOR))
+
+
+def get_benchmark_to_operate(user, slug: str) -> Benchmark:
+    """A benchmark whose automatic LLM evaluators USER may configure: one they can see (404
+    otherwise), and they are staff (403 otherwise): automatic runs spend the operator's money."""
+    benchmark = get_benchmark_for_user(user, slug)
+    if not user.is_staff:
+        raise PermissionDenied("Only staff configure a leaderboard's automatic LLM evaluators.")
+    return benchmark
+
+
+def get_auto_evaluation_to_decide(user, pk: int) -> AutoEvaluation:
+    """A waiting automatic run staff may approve or reject (404 for anyone else: its
+    submission may be private)."""
+    evaluation = AutoEvaluation.objects.select_related("submission__system").filter(pk=pk).first()
+    if evaluation is None or not user.is_staff:
+        raise Http404("No such automatic run.")
+    return evaluation
 
 
 def require_researcher(user) -> None:

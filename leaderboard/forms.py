@@ -127,3 +127,33 @@ class LLMEvaluationForm(forms.Form):
         if data.get("instructions") and data.get("evaluator") != "face":
             self.add_error("instructions", "Instruction versions are for FACE only.")
         return data
+
+
+class AutoEvaluatorForm(forms.Form):
+    """An LLM evaluator run on every new upload to a benchmark (docs/llm.md, "Automatic runs
+    on new submissions")."""
+
+    evaluator = forms.ChoiceField()
+    model = LLMEvaluationForm.base_fields["model"]
+    instructions = LLMEvaluationForm.base_fields["instructions"]
+    max_cost_per_submission = forms.FloatField(
+        label="Budget per submission (USD)", required=False, min_value=0,
+        help_text="a run whose estimate is higher waits for approval; empty: no limit")
+    max_cost_per_day = forms.FloatField(
+        label="Budget per day (USD)", required=False, min_value=0,
+        help_text="today's (UTC) automatic runs of this evaluator, estimated; empty: no limit")
+    enabled = forms.BooleanField(required=False, initial=True)
+    field_order = ["evaluator", "model", "instructions", "max_cost_per_submission",
+                   "max_cost_per_day", "enabled"]
+
+    def __init__(self, *args, evaluators=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["evaluator"].choices = [
+            (spec.name, f"{spec.title} ({spec.name}, {spec.protocol} submissions)")
+            for spec in evaluators]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("instructions") and data.get("evaluator") != "face":
+            self.add_error("instructions", "Instruction versions are for FACE only.")
+        return data

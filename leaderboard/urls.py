@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import api, views, views_arena, views_evaluators
+from . import api, views, views_arena, views_auto_evaluators, views_evaluators
 
 app_name = "leaderboard"
 
@@ -30,6 +30,14 @@ urlpatterns = [
          name="submission_evaluate"),
     path("submissions/<uuid:uuid>/evaluate/start/", views_evaluators.submission_evaluate_start,
          name="submission_evaluate_start"),
+    path("benchmarks/<slug:slug>/auto-evaluators/", views_auto_evaluators.auto_evaluators,
+         name="auto_evaluators"),
+    path("benchmarks/<slug:slug>/auto-evaluators/<int:pk>/delete/",
+         views_auto_evaluators.auto_evaluator_remove, name="auto_evaluator_remove"),
+    path("auto-evaluations/<int:pk>/approve/", views_auto_evaluators.auto_evaluation_decide,
+         {"decision": "approve"}, name="auto_evaluation_approve"),
+    path("auto-evaluations/<int:pk>/reject/", views_auto_evaluators.auto_evaluation_decide,
+         {"decision": "reject"}, name="auto_evaluation_reject"),
     path("submissions/<uuid:uuid>/file/", views.submission_download, name="submission_download"),
     path("submissions/<uuid:uuid>/dialogues/<str:dialogue_id>/", views.submission_dialogue,
          name="submission_dialogue"),

@@ -54,6 +54,7 @@ from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemForm
 from .selectors import arenas as arena_selectors
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
+from .selectors.auto_evaluations import submission_auto_evaluations
 from .selectors.boards import (
     benchmark_leaderboard_counts,
     board_protocols,
@@ -403,7 +404,8 @@ def submission_detail(request, uuid):
     submission = get_submission_for_user(request.user, uuid)
     return render(request, "leaderboard/submission_detail.html",
                   {**_status_context(request, submission),
-                   "can_evaluate": can_start_llm_runs(request.user)})
+                   "can_evaluate": can_start_llm_runs(request.user),
+                   "auto_evaluations": submission_auto_evaluations(submission=submission)})
 
 
 def submission_status(request, uuid):

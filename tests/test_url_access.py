@@ -34,6 +34,18 @@ ACCESS = {
     "job_detail": [({"job_id": 999999}, "get", dict.fromkeys(PERSONAS, 404))],
     "simulation_cancel": [({"simulation_id": 999999}, "post",
                            {**dict.fromkeys(PERSONAS, 404), "anonymous": 302})],
+    # a benchmark's automatic LLM evaluators: staff only (docs/llm.md)
+    "leaderboard:auto_evaluators": [
+        ({"slug": "tiny"}, "get", {**dict.fromkeys(PERSONAS, 403), "anonymous": 302,
+                                   "staff": 200}),
+        ({"slug": "tiny"}, "post", {**dict.fromkeys(PERSONAS, 403), "anonymous": 302,
+                                    "staff": 400})],
+    "leaderboard:auto_evaluator_remove": [({"slug": "tiny", "pk": 999999}, "post", {
+        **dict.fromkeys(PERSONAS, 403), "anonymous": 302, "staff": 404})],
+    "leaderboard:auto_evaluation_approve": [({"pk": 999999}, "post", {
+        **dict.fromkeys(PERSONAS, 404), "anonymous": 302})],
+    "leaderboard:auto_evaluation_reject": [({"pk": 999999}, "post", {
+        **dict.fromkeys(PERSONAS, 404), "anonymous": 302})],
     "login": [({}, "get", ALL_200)],
     "logout": [({}, "get", dict.fromkeys(PERSONAS, 405))],
 }

@@ -36,6 +36,7 @@ from evaluation.selectors.benchmarks import (
     benchmark_submission_reference,
     submission_hidden_lines,
 )
+from evaluation.services.auto_evaluation import auto_evaluations_start
 from evaluation.services.runs import run_create, scored_splits
 from evaluation.signals import results_changed_notify
 
@@ -202,10 +203,10 @@ def submission_submit(*, system: System, benchmark: Benchmark, file, user,
     """An upload from the browser or the API: validate, count against today's quota, store,
     and queue the evaluation run (its task starts when the transaction commits).
 
-    A `turn` file gets a Trace run; a `log` file has no automatic metric of its own, so its
-    runs are the LLM evaluators started from its page (`run` is None). Both count against the
-    same quota, and neither may be scored on the hidden split before its release
-    (`_refuse_hidden`)."""
+    A `turn` file gets a Trace run; a `log` file has no automatic metric of its own (`run` is
+    None). Both get the LLM evaluators the benchmark's operator runs on new uploads of their
+    protocol (`auto_evaluations_start`), count against the same quota, and neither may be
+    scored on the hidden split before its release (`_refuse_hidden`)."""
 
     if not (user.is_staff or system.owner_id == user.pk):
         raise PermissionDenied("Only the system's owner can submit for it.")
@@ -220,6 +221,7 @@ def submission_submit(*, system: System, benchmark: Benchmark, file, user,
         try:
             _refuse_hidden(submission, name)
             run = run_create(submission=submission, user=user) if protocol == TURN else None
+            auto_evaluations_start(submission=submission)
         except BaseException:
             submission.file.delete(save=False)  # the row itself is rolled back
             raise

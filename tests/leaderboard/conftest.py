@@ -51,3 +51,13 @@ def board_world(db, tiny_benchmark, researcher, finished_submission):
         "base": finished_submission(base, worse_lines()),
     }
     return {"echo": echo, "draft": draft, "base": base, "runs": runs}
+
+
+@pytest.fixture
+def log_benchmark(tiny_benchmark):
+    """The tiny benchmark taking `log` submissions too."""
+    from evaluation.models import Benchmark
+
+    Benchmark.objects.filter(pk=tiny_benchmark.pk).update(protocols=["turn", "log"])
+    tiny_benchmark.refresh_from_db()
+    return tiny_benchmark

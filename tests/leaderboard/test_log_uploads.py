@@ -25,13 +25,6 @@ def logs_file(logs=None, name="logs.jsonl"):
 
 
 @pytest.fixture
-def log_benchmark(tiny_benchmark):
-    Benchmark.objects.filter(pk=tiny_benchmark.pk).update(protocols=["turn", "log"])
-    tiny_benchmark.refresh_from_db()
-    return tiny_benchmark
-
-
-@pytest.fixture
 def mine(researcher):
     return system_create(name="Mine", owner=researcher, family="LLM")
 
