@@ -131,28 +131,33 @@ def auto_evaluations_start(*, submission: Submission) -> list[AutoEvaluation]:
     that reads its protocol. Runs are queued when the caller's transaction commits; their jobs
     belong to the uploader, who follows them on the submission's page. A configuration that no
     longer works (a deleted instruction version) is recorded as waiting, with the reason."""
+    configs = [config for config in AutoEvaluator.objects.filter(
+        benchmark=submission.benchmark, enabled=True).order_by("evaluator")
+        if EVALUATORS[config.evaluator].protocol == submission.protocol]
+    planned = []
+    for config in configs:  # estimated before any lock: it reads the whole file
+        options = _options(config)
+        try:
+            estimate = llm_run_estimate(submission=submission, **_run_keywords(options))
+        except CHOICE_ERRORS as exc:
+            planned.append((config, options, None, f"no estimate: {exc}"))
+        else:
+            planned.append((config, options, estimate, ""))
     made = []
     with transaction.atomic():
-        configs = (AutoEvaluator.objects.select_for_update()
-                   .filter(benchmark=submission.benchmark, enabled=True).order_by("evaluator"))
-        for config in configs:
-            if EVALUATORS[config.evaluator].protocol != submission.protocol:
-                continue
-            options = _options(config)
-            try:
-                estimate = llm_run_estimate(submission=submission, **_run_keywords(options))
-            except CHOICE_ERRORS as exc:
-                made.append(AutoEvaluation.objects.create(
-                    auto_evaluator=config, submission=submission, evaluator=config.evaluator,
-                    options=options, status=AutoEvaluation.Status.WAITING,
-                    reason=f"no estimate: {exc}"))
-                continue
-            reason = _over_budget(config, estimate.cost_usd)
+        for config, options, estimate, problem in planned:
+            # The day's spending is read under the configuration's row lock (held until the
+            # upload commits), so concurrent uploads cannot both fit under its budget.
+            config = AutoEvaluator.objects.select_for_update().filter(pk=config.pk).first()
+            if config is None:
+                continue  # removed meanwhile
+            cost = estimate.cost_usd if estimate is not None else None
+            reason = problem or _over_budget(config, cost)
             evaluation = AutoEvaluation(
                 auto_evaluator=config, submission=submission, evaluator=config.evaluator,
-                options=options, estimate=estimate.to_dict(), cost_usd=estimate.cost_usd,
-                status=AutoEvaluation.Status.WAITING if reason else AutoEvaluation.Status.STARTED,
-                reason=reason)
+                options=options, estimate=estimate.to_dict() if estimate else {},
+                cost_usd=cost, reason=reason,
+                status=AutoEvaluation.Status.WAITING if reason else AutoEvaluation.Status.STARTED)
             if not reason:
                 evaluation.run = _llm_run(submission, options, submission.created_by)
             evaluation.save()

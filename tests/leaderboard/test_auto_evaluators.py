@@ -236,3 +236,18 @@ def test_a_turn_evaluator_runs_on_turn_uploads_over_the_scored_splits(
     assert (evaluation.evaluator, evaluation.status) == ("trace_judge", "started")
     trace = Run.objects.get(submission=submission, evaluator="trace")
     assert evaluation.run.config["splits"] == trace.config["splits"]
+
+
+def test_a_broken_or_paused_configuration_never_fails_the_upload(
+        log_benchmark, staff, researcher, mine, server, django_capture_on_commit_callbacks):
+    face = auto_evaluator_save(benchmark=log_benchmark, evaluator="face", model=PRICED,
+                               user=staff)
+    AutoEvaluator.objects.filter(pk=face.pk).update(instructions="relevance-v9")  # deleted
+    auto_evaluator_save(benchmark=log_benchmark, evaluator="pepper_judge", model=PRICED,
+                        user=staff, enabled=False)
+    submission = upload_logs(client_for(researcher), mine, django_capture_on_commit_callbacks)
+    evaluation = AutoEvaluation.objects.get()
+    assert (evaluation.evaluator, evaluation.status, evaluation.submission) == (
+        "face", "waiting", submission)
+    assert evaluation.reason.startswith("no estimate: ") and "relevance-v9" in evaluation.reason
+    assert not Run.objects.exists()
