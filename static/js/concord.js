@@ -5,3 +5,41 @@ document.addEventListener("click", (event) => {
     target.select();
   }
 });
+
+// Uploads (forms with data-max-upload-bytes): a file over the limit is refused before it is
+// sent (the server would refuse it from its Content-Length anyway), and the upload shows its
+// progress (htmx reports the request body's progress).
+const megabytes = (bytes) => `${(bytes / 1048576).toFixed(1)} MB`;  // as config.middleware says it
+document.addEventListener("change", (event) => {
+  const input = event.target;
+  const limit = Number(input.form && input.form.dataset.maxUploadBytes);
+  if (!(input instanceof HTMLInputElement) || input.type !== "file" || !limit) return;
+  const file = input.files[0];
+  input.setCustomValidity(file && file.size > limit
+    ? `This file is ${megabytes(file.size)}; the limit is ${megabytes(limit)} per file. Nothing was sent.`
+    : "");
+  input.reportValidity();
+});
+const uploadForm = (event) =>
+  event.target instanceof Element && event.target.closest("form[data-max-upload-bytes]");
+document.addEventListener("htmx:beforeSend", (event) => {
+  const form = uploadForm(event);
+  if (form) delete form.dataset.uploadSent;
+});
+document.addEventListener("htmx:xhr:progress", (event) => {
+  // htmx reports the upload's progress, then the answer's: only the first is shown
+  const form = uploadForm(event);
+  if (!form || form.dataset.uploadSent || !event.detail.lengthComputable) return;
+  const box = form.querySelector(".upload-progress");
+  const { loaded, total } = event.detail;
+  box.hidden = false;
+  box.querySelector("progress").max = total;
+  box.querySelector("progress").value = loaded;
+  if (loaded < total) {
+    box.querySelector("span").textContent =
+      `${Math.floor((100 * loaded) / total)}% of ${megabytes(total)} sent`;
+  } else {
+    form.dataset.uploadSent = "1";
+    box.querySelector("span").textContent = `${megabytes(total)} sent; checking every line…`;
+  }
+});
