@@ -119,11 +119,15 @@ def _over_budget(config: AutoEvaluator, cost: float | None) -> str:
     return ""
 
 
+def _splits(submission: Submission) -> list[str] | None:
+    """A `turn` file's automatic runs cover the splits its Trace run scores: no hidden one
+    before the release (issue 18)."""
+    return scored_splits(submission=submission) if submission.protocol == TURN else None
+
+
 def _llm_run(submission: Submission, options: dict, user):
-    keywords = _run_keywords(options)
-    splits = scored_splits(submission=submission) if submission.protocol == TURN else None
-    return llm_run_create(submission=submission, user=user, enqueue=True, splits=splits,
-                          **keywords)
+    return llm_run_create(submission=submission, user=user, enqueue=True,
+                          splits=_splits(submission), **_run_keywords(options))
 
 
 def auto_evaluations_start(*, submission: Submission) -> list[AutoEvaluation]:
@@ -138,7 +142,8 @@ def auto_evaluations_start(*, submission: Submission) -> list[AutoEvaluation]:
     for config in configs:  # estimated before any lock: it reads the whole file
         options = _options(config)
         try:
-            estimate = llm_run_estimate(submission=submission, **_run_keywords(options))
+            estimate = llm_run_estimate(submission=submission, splits=_splits(submission),
+                                        **_run_keywords(options))
         except CHOICE_ERRORS as exc:
             planned.append((config, options, None, f"no estimate: {exc}"))
         else:

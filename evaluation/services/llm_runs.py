@@ -272,10 +272,12 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
 def llm_run_estimate(*, submission, evaluator: str, model: dict,
                      face: dict | None = None, limit: int | None = None,
                      dialogues: Sequence[str] = (), use_debate: bool = True,
-                     max_rounds: int = DEBATE_DEFAULTS["max_rounds"]) -> RunEstimate:
+                     max_rounds: int = DEBATE_DEFAULTS["max_rounds"],
+                     splits: Sequence[str] | None = None) -> RunEstimate:
     """Tokens and cost of running EVALUATOR on SUBMISSION, estimated from the real prompts of
-    the units it would judge (`evaluation.lib.llm.estimate`). Reads only; a bad choice raises
-    ValueError (or LLMRunFailed for dialogues the submission lacks)."""
+    the units it would judge (`evaluation.lib.llm.estimate`; SPLITS as for `llm_run_create`).
+    Reads only; a bad choice raises ValueError (or LLMRunFailed for dialogues the submission
+    lacks)."""
     spec = EVALUATORS.get(evaluator)
     if spec is None:
         raise ValueError(f"unknown LLM evaluator {evaluator!r}")
@@ -289,7 +291,8 @@ def llm_run_estimate(*, submission, evaluator: str, model: dict,
         return token_cost(model["model"], prompt_tokens, answer_tokens)
 
     if evaluator == TRACE_JUDGE:
-        judged, _missing = _judged_turns(submission, submission_splits(submission=submission))
+        judged, _missing = _judged_turns(
+            submission, sorted(splits) if splits else submission_splits(submission=submission))
         turns = [turn for _unit, _cluster, turn in _selected(config, judged)]
         return run_estimate.estimate_trace_judge(turns, price)
     logs = _selected(config, _read_logs(submission))

@@ -230,12 +230,20 @@ def test_a_turn_evaluator_runs_on_turn_uploads_over_the_scored_splits(
                         user=staff)
     auto_evaluator_save(benchmark=log_benchmark, evaluator="pepper_judge", model=PRICED,
                         user=staff)
+    Benchmark.objects.filter(pk=log_benchmark.pk).update(hidden_released_at=None)
     submission = upload_logs(client_for(researcher), mine, django_capture_on_commit_callbacks,
                              protocol="turn")
     evaluation = AutoEvaluation.objects.get()
     assert (evaluation.evaluator, evaluation.status) == ("trace_judge", "started")
     trace = Run.objects.get(submission=submission, evaluator="trace")
-    assert evaluation.run.config["splits"] == trace.config["splits"]
+    # before the release neither scores the hidden d3#1: d1#1, d1#3 and d2#1 are judged
+    assert evaluation.run.config["splits"] == trace.config["splits"] == ["test", "train"]
+    assert evaluation.estimate["units"] == 3
+    assert llm_run_estimate(submission=submission, evaluator="trace_judge",
+                            model=model_options(model=PRICED)).units == 4  # with d3#1
+    assert evaluation.estimate == llm_run_estimate(
+        submission=submission, evaluator="trace_judge", model=model_options(model=PRICED),
+        splits=["test", "train"]).to_dict()
 
 
 def test_a_broken_or_paused_configuration_never_fails_the_upload(
