@@ -234,7 +234,7 @@ def build_agreement(table: LabelTable, *, snapshot: Mapping | None = None,
         "citation_note": citation_note,
         "blind_recommendation": _recommend(by_field.get(RECOMMEND_FIELD, []),
                                            recommend_gold or {}),
-        "interval": {"method": "jackknife_icc_z_t", "resampled": "units", "confidence": 0.95},
+        "interval": {"method": "jackknife_root_icc_z_t", "resampled": "units", "confidence": 0.95},
     }
 
 

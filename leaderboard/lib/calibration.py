@@ -15,7 +15,11 @@ called significant:
 - ``metric_board_fwer``: two equally good evaluators on the metric leaderboard
   (``rank_evaluators`` with dialogue clusters): share ranked apart;
 - ``alpha_coverage``: Krippendorff's alpha interval of the study report (``alpha_with_ci``) at the
-  interval, ordinal and nominal level, with as many units as the other checks have dialogues.
+  interval, ordinal and nominal level, with as many units as the other checks have dialogues;
+- ``arena_coverage``: the arena page's rating intervals (``arena.arena_table``), votes among
+  ``ARENA_SYSTEMS`` systems of known Bradley–Terry strengths, ``ARENA_VOTES_PER_COLUMN`` votes per
+  dialogue of the column: Bradley–Terry against the population Bradley–Terry rating, Elo against
+  the expected online Elo after that many votes (its only fixed target; statistics.md "Arena").
 
 Design: each dialogue has 2–8 turns (uniform), a dialogue effect and turn noise of equal variance
 (intra-dialogue correlation 0.5); binary turns draw a dialogue success rate from Beta(3, 7)
@@ -32,8 +36,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
+from evaluation.lib.stats import arena
 from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.comparison import compare_systems
@@ -246,6 +251,71 @@ def alpha_coverage(rng, units: int, level: str) -> bool:
     return estimate.ci_low is not None and estimate.ci_low <= truth <= estimate.ci_high
 
 
+# Arena: ARENA_SYSTEMS systems whose true ratings are evenly spaced from 880 to 1120 Elo (the best
+# beats the worst 80% of the time), votes in uniformly random pairs, ARENA_TIE_SHARE ties (as
+# ``arena.simulated_votes`` draws them), ARENA_VOTES_PER_COLUMN × the column's count votes
+# (100, 300, 1,000: CRS Arena had 9 systems and a few hundred votes).
+ARENA_SYSTEMS = 9
+ARENA_ELO_SPREAD = 120.0
+ARENA_TIE_SHARE = 0.1
+ARENA_VOTES_PER_COLUMN = 10
+ARENA_ELO_TARGET_ARENAS = 4000  # simulated arenas averaged for the expected Elo (MC error ~0.5)
+
+
+def arena_strengths() -> np.ndarray:
+    """The systems' natural-log Bradley–Terry strengths θ (Elo = 1000 + 400 θ / ln 10)."""
+    elo = np.linspace(-ARENA_ELO_SPREAD, ARENA_ELO_SPREAD, ARENA_SYSTEMS)
+    return elo * math.log(arena.ELO_BASE) / arena.ELO_SCALE
+
+
+def _arena_votes(rng, votes: int):
+    return arena.simulated_votes(votes, ARENA_SYSTEMS, tie_share=ARENA_TIE_SHARE,
+                                 strengths=arena_strengths(), rng=rng)
+
+
+@lru_cache(maxsize=1)
+def true_bradley_terry() -> dict[str, float]:
+    """The population Bradley–Terry ratings the fit estimates: the fit on the expected win
+    table. Every pair is equally likely and i scores (1 − τ) expit(θ_i − θ_j) + τ/2 against j
+    on average (τ the tie share, a tie half a win), so the target is the maximum of the expected
+    likelihood; with ties it is a little closer to 1000 than the strengths themselves."""
+    theta = arena_strengths()
+    expected = ((1.0 - ARENA_TIE_SHARE) * special.expit(theta[:, None] - theta[None, :])
+                + ARENA_TIE_SHARE / 2.0)
+    np.fill_diagonal(expected, 0.0)
+    fitted = arena.fit_bradley_terry(expected, tolerance=1e-12)
+    ratings = arena.ELO_INITIAL + arena.ELO_SCALE * fitted / math.log(arena.ELO_BASE)
+    return {f"system-{s:03d}": float(r) for s, r in enumerate(ratings)}
+
+
+@lru_cache(maxsize=8)
+def expected_elo(votes: int) -> dict[str, float]:
+    """The expected online Elo after VOTES votes of the design (CRS Arena's K = 16, start 1000):
+    the mean over ``ARENA_ELO_TARGET_ARENAS`` seeded simulated arenas. It depends on the number
+    of votes (Elo starts at 1000 and moves by at most K per vote), so it is a target only for
+    this design, not a property of the systems."""
+    rng = np.random.default_rng(7)
+    names = [f"system-{s:03d}" for s in range(ARENA_SYSTEMS)]
+    total = np.zeros(ARENA_SYSTEMS)
+    for _ in range(ARENA_ELO_TARGET_ARENAS):
+        ratings = arena.elo_ratings(_arena_votes(rng, votes))
+        total += [ratings.get(name, arena.ELO_INITIAL) for name in names]
+    return dict(zip(names, (total / ARENA_ELO_TARGET_ARENAS).tolist(), strict=True))
+
+
+def arena_coverage(rng, count: int, method: str) -> float:
+    """Share of the arena's systems whose 95% interval (``arena_table``, as the page computes
+    it) covers the target; an arena without ratings covers nothing."""
+    votes = ARENA_VOTES_PER_COLUMN * count
+    table = arena.arena_table(_arena_votes(rng, votes), method=method)
+    truth = true_bradley_terry() if method == "bt" else expected_elo(votes)
+    if table.undefined_reason is not None:
+        return 0.0
+    covered = [row.ci_low is not None and row.ci_low <= truth[row.system] <= row.ci_high
+               for row in table.rows]
+    return float(np.mean(covered)) if covered else 0.0
+
+
 def _share(simulate: Callable[[np.random.Generator], bool], reps: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     return float(np.mean([simulate(rng) for _ in range(reps)]))
@@ -279,6 +349,10 @@ def _checks() -> list[Check]:
               "agreement.alpha_with_ci (study report)"),
         Check("alpha_nominal", "95% CI of Krippendorff's alpha, nominal yes/no", "coverage",
               "agreement.alpha_with_ci (study report)"),
+        Check("arena_bt", "95% CI of Bradley-Terry rating (9 sys, 10x votes)", "coverage",
+              "arena.arena_table method=bt (arena page, export, API)"),
+        Check("arena_elo", "95% CI of Elo vs expected Elo (9 sys, 10x votes)", "coverage",
+              "arena.arena_table method=elo (arena page, export, API)"),
     ]
 
 
@@ -323,6 +397,9 @@ def run_checks(
             **{f"alpha_{level}": lambda d=dialogues, b=base, level=level, k=k: _share(
                 lambda rng: alpha_coverage(rng, d, level), reps, b + 10 + k)
                for k, level in enumerate(("interval", "ordinal", "nominal"))},
+            **{f"arena_{method}": lambda d=dialogues, b=base, method=method, k=k: _share(
+                lambda rng: arena_coverage(rng, d, method), reps, b + 13 + k)
+               for k, method in enumerate(("bt", "elo"))},
         }
         for key, compute in figures.items():
             if only is not None and key not in only:

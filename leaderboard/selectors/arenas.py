@@ -104,7 +104,9 @@ def arena_board_payload(board: ArenaBoard) -> dict:
             "votes": table.n_votes, "params": table.params,
             "valid_resamples": table.valid_resamples,
             "undefined_reason": table.undefined_reason,
-            "ci": "95% percentile bootstrap over votes (docs/statistics.md, Arena)",
+            "ci": "95% percentile bootstrap over votes (docs/statistics.md, Arena)"
+                  + (": the spread of the order-dependent Elo, not an interval for strength"
+                     if board.method == "elo" else ""),
             "rank": RANK_NOTE, "systems": board.rows,
             "win_rates": [{"system": board.rows[i]["system"], "opponent": o["system"],
                            "win_rate": table.win_rates[(a.system, b.system)]}

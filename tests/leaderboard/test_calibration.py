@@ -54,13 +54,21 @@ def test_checks_are_reproducible():
     assert [c.values for c in first] == [c.values for c in again]
 
 
-def test_alpha_checks_run_through_the_report_code_path_and_can_run_alone(capsys):
-    call_command("bench_calibration", "--reps", "20", "--dialogues", "10", "--only",
-                 "alpha_interval", "alpha_nominal", "--json")
+@pytest.mark.parametrize(("keys", "reps", "code_path"), [
+    # alpha: 20 studies of 10 units; arena: 10 arenas of 100 votes, 9 intervals each.
+    (["alpha_interval", "alpha_nominal"], 20, "agreement.alpha_with_ci"),
+    (["arena_bt", "arena_elo"], 10, "arena.arena_table"),
+])
+def test_checks_run_through_the_page_code_path_and_can_run_alone(capsys, keys, reps, code_path):
+    call_command("bench_calibration", "--reps", str(reps), "--dialogues", "10", "--only", *keys,
+                 "--json")
     payload = json.loads(capsys.readouterr().out)
-    assert [c["key"] for c in payload["checks"]] == ["alpha_interval", "alpha_nominal"]
-    assert all("agreement.alpha_with_ci" in c["code_path"] for c in payload["checks"])
-    assert payload["checks"][0]["values"]["10"] >= 0.75  # a broken interval fails this
+    assert [c["key"] for c in payload["checks"]] == keys
+    assert all(code_path in c["code_path"] for c in payload["checks"])
+    assert all(c["values"]["10"] >= 0.75 for c in payload["checks"])  # a broken interval fails
+
+
+def test_an_unknown_check_is_refused():
     with pytest.raises(CommandError, match="unknown check"):
         call_command("bench_calibration", "--reps", "1", "--only", "alpha_ratio")
 
@@ -74,3 +82,35 @@ def test_population_alpha_of_the_design():
     assert true_alpha("interval") == 0.6
     big = _ratings(np.random.default_rng(5), 100_000, "nominal")
     assert compute_alpha(big, "nominal").value == pytest.approx(true_alpha("nominal"), abs=0.01)
+
+
+def test_population_bradley_terry_target_of_the_arena_design():
+    # The target is the fit on the expected win table; one large simulated arena (its ratings'
+    # standard error is about 2 points) lands on it. Ties pull it towards 1000.
+    from evaluation.lib.stats.arena import bradley_terry_ratings
+    from leaderboard.lib.calibration import (
+        ARENA_ELO_SPREAD,
+        _arena_votes,
+        true_bradley_terry,
+    )
+
+    truth = true_bradley_terry()
+    big = bradley_terry_ratings(_arena_votes(np.random.default_rng(3), 200_000))
+    assert sorted(big) == sorted(truth)
+    for name, rating in truth.items():
+        assert big[name] == pytest.approx(rating, abs=7.0)
+    ends = sorted(truth.values())
+    assert 1000 - ARENA_ELO_SPREAD < ends[0] < 990 and 1010 < ends[-1] < 1000 + ARENA_ELO_SPREAD
+    assert np.mean(list(truth.values())) == pytest.approx(1000.0)
+
+
+def test_expected_elo_keeps_the_rating_total_and_the_strength_order():
+    from leaderboard.lib.calibration import ARENA_SYSTEMS, expected_elo
+
+    target = expected_elo(100)
+    values = [target[f"system-{s:03d}"] for s in range(ARENA_SYSTEMS)]
+    assert sum(values) == pytest.approx(1000.0 * ARENA_SYSTEMS)
+    assert values == sorted(values) and values[0] < 1000 < values[-1]
+    # Elo starts at 1000 and moves at most 16 per vote: after 100 votes it is still shrunk.
+    assert values[-1] - values[0] < expected_elo(1000)[f"system-{ARENA_SYSTEMS - 1:03d}"] - \
+        expected_elo(1000)["system-000"]

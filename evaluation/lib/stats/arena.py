@@ -503,11 +503,19 @@ def bradley_terry_with_ci(votes: Sequence[tuple[Hashable, Hashable, str]], **opt
 
 
 def simulated_votes(n_votes: int, n_systems: int, *, seed: int = 42,
-                    tie_share: float = 0.1) -> list[tuple[str, str, str]]:
-    """Votes in random pairs of ``n_systems`` with Bradley–Terry strengths θ ~ N(0, 1) (about
-    ±170 Elo) and ``tie_share`` ties; the bench's and the coverage checks' data."""
-    rng = np.random.default_rng(seed)
-    theta = rng.normal(0.0, 1.0, n_systems)
+                    tie_share: float = 0.1, strengths: Sequence[float] | None = None,
+                    rng: np.random.Generator | None = None) -> list[tuple[str, str, str]]:
+    """Votes in random pairs of ``n_systems`` and ``tie_share`` ties; outside the ties A wins
+    with the Bradley–Terry probability expit(θ_A − θ_B). θ are the given natural-log
+    ``strengths``, or drawn θ ~ N(0, 1) (about ±170 Elo). ``rng`` (else a generator seeded with
+    ``seed``) draws everything. The bench's, the tests' and ``bench_calibration``'s data."""
+    rng = np.random.default_rng(seed) if rng is None else rng
+    if strengths is None:
+        theta = rng.normal(0.0, 1.0, n_systems)
+    else:
+        theta = np.asarray(strengths, dtype=float)
+        if theta.shape != (n_systems,):
+            raise ValueError(f"strengths: expected {n_systems} values, got {theta.shape}")
     first = rng.integers(0, n_systems, n_votes)
     second = (first + rng.integers(1, n_systems, n_votes)) % n_systems
     draw = rng.random(n_votes)

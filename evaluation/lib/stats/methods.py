@@ -24,9 +24,10 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "pairable units, annotators and pairable values. Undefined with fewer than two "
         "annotators, no pairable values, or no variation. The 95% interval is a studentized "
         "jackknife over units: alpha is recomputed without each unit rated by two or more "
-        "annotators (in 200 groups of units when there are more), on the intraclass z scale "
-        "½ log((1 + (m − 1)α) / (1 − α)) with m the mean number of values per unit, and the "
-        "interval is z ± t(G − 1) × the jackknife standard error, mapped back. No random draws."
+        "annotators (in 200 groups of units when there are more), on the scale "
+        "z = −2/√(m(m − 1)) artanh(√((m − 1)(1 − α)/m)), m the mean number of values per unit "
+        "(slope 1 / ((1 + (m − 1)α)√(1 − α))), and the interval is z ± t(G − 1) × the "
+        "jackknife standard error, mapped back (capped at 1). No random draws."
     ),
     "masi_distance": (
         "MASI distance between two label sets (e.g. two answers to the error checklist): "
@@ -167,12 +168,16 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "Online Elo over pairwise votes in time order: every system starts at 1000; after a "
         "vote, R_A += 16 × (S_A − E_A) and R_B −= the same amount, with S_A = 1, 0 or 0.5 for "
         "a tie and E_A = 1 / (1 + 10^((R_B − R_A) / 400)). CI: votes resampled with replacement "
-        "and replayed in time order. " + _BOOTSTRAP
+        "and replayed in time order. " + _BOOTSTRAP + " The interval is the spread of this "
+        "order-dependent number, not an interval for a system's strength: Elo's expectation "
+        "depends on the number and order of votes (use Bradley–Terry for strength)."
     ),
     "bradley_terry": (
         "Bradley–Terry maximum likelihood: P(i beats j) = 1 / (1 + e^(θ_j − θ_i)), ties as half "
         "a win for each side, fitted by Newton's method and shown as 1000 + 400 × log10 of the "
         "strength (mean 1000). Undefined when some group of systems never won against the "
         "rest (the likelihood has no maximum). CI: votes resampled with replacement. " + _BOOTSTRAP
+        + " It covered the true Bradley–Terry rating 94.5–94.8% of the time in simulated arenas "
+        "of 9 systems and 100–1,000 votes (bench_calibration)."
     ),
 }

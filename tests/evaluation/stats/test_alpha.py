@@ -128,9 +128,20 @@ def test_masi_alpha_treats_an_empty_set_as_an_answer_and_none_as_missing():
     assert estimate.value == 1.0
 
 
-def test_alpha_ci_is_a_jackknife_t_interval_over_units_on_the_intraclass_z_scale():
-    # Two annotators, five units: m = 2 values per unit, so the scale is atanh(alpha). By hand:
-    # alpha without each unit in turn, z = atanh, SE² = (G − 1)/G Σ (z_g − z̄)², t with 4 df.
+def _root_icc_z(alpha, m):
+    """The interval's scale written out from its closed form: −2/√(m(m − 1)) artanh(√((m − 1)
+    (1 − α)/m))."""
+    return -2 / np.sqrt(m * (m - 1)) * np.arctanh(np.sqrt((m - 1) * (1 - np.asarray(alpha)) / m))
+
+
+def _root_icc_z_inverse(z, m):
+    root = np.tanh(-z * np.sqrt(m * (m - 1)) / 2) * np.sqrt(m / (m - 1))
+    return 1 - root**2
+
+
+def test_alpha_ci_is_a_jackknife_t_interval_over_units_on_the_root_icc_z_scale():
+    # Two annotators, five units: m = 2 values per unit. By hand: alpha without each unit in
+    # turn, z = −√2 artanh(√((1 − α)/2)), SE² = (G − 1)/G Σ (z_g − z̄)², t with 4 df.
     data = [[1, 2, 3, 4, 5], [1, 3, 3, 5, 4]]
     estimate = alpha_with_ci(data, "interval")
     full = compute_alpha(data, "interval").value
@@ -139,34 +150,73 @@ def test_alpha_ci_is_a_jackknife_t_interval_over_units_on_the_intraclass_z_scale
                                                     level_of_measurement="interval"))
     leave = np.array([compute_alpha([row[:g] + row[g + 1:] for row in data], "interval").value
                       for g in range(5)])
-    z = np.arctanh(leave)
+    z = -np.sqrt(2) * np.arctanh(np.sqrt((1 - leave) / 2))
     se = np.sqrt(4 / 5 * ((z - z.mean()) ** 2).sum())
     half = stats.t.ppf(0.975, 4) * se
-    assert estimate.ci_low == pytest.approx(np.tanh(np.arctanh(full) - half))
-    assert estimate.ci_high == pytest.approx(np.tanh(np.arctanh(full) + half))
-    assert estimate.params["interval"] == "jackknife_icc_z_t"
+    centre = -np.sqrt(2) * np.arctanh(np.sqrt((1 - full) / 2))
+    assert estimate.ci_low == pytest.approx(_root_icc_z_inverse(centre - half, 2))
+    upper = centre + half
+    assert estimate.ci_high == pytest.approx(1.0 if upper >= 0 else _root_icc_z_inverse(upper, 2))
+    assert estimate.params["interval"] == "jackknife_root_icc_z_t"
     assert estimate.params["resampled"] == "units" and estimate.params["groups"] == 5
     assert alpha_with_ci(data, "interval") == estimate  # no random draws
 
 
-def test_alpha_ci_uses_three_values_per_unit_on_the_icc_scale_and_skips_unpairable_units():
+def test_the_interval_scale_has_the_documented_slope_and_inverts():
+    # statistics.md: dz/dα = 1 / ((1 + (m − 1)α) √(1 − α)); z → −∞ at α = −1/(m − 1), 0 at 1.
+    from evaluation.lib.stats.agreement import _alpha_z, _alpha_z_inverse
+
+    for m in (2.0, 3.0, 4.5):
+        for a in (-0.2, 0.0, 0.4, 0.9):
+            h = 1e-6
+            slope = (_alpha_z(a + h, m) - _alpha_z(a - h, m)) / (2 * h)
+            assert slope == pytest.approx(1 / ((1 + (m - 1) * a) * np.sqrt(1 - a)), rel=1e-6)
+            assert _alpha_z_inverse(float(_alpha_z(a, m)), m) == pytest.approx(a, abs=1e-12)
+        assert _alpha_z(1.0, m) == 0.0 and _alpha_z_inverse(0.3, m) == 1.0
+
+
+def test_nominal_alpha_ci_on_a_tiny_yes_no_study_reproduces_an_independent_computation():
+    # Three annotators, eight yes/no units, one rating missing. Pinned values computed
+    # independently: leave-outs by the krippendorff package, the scale by numerical
+    # integration of its slope 1 / ((1 + (m − 1)x) √(1 − x)) from 0, limits by root finding.
+    from scipy import integrate, optimize
+
+    data = [[1, 1, 0, 0, 1, 0, 1, 0], [1, 0, 0, 0, 1, 1, 1, 0], [1, 1, 0, _, 1, 0, 0, 0]]
+    estimate = alpha_with_ci(data, "nominal")
+    assert estimate.value == pytest.approx(0.5)
+    assert estimate.ci_low == pytest.approx(-0.030741024741270752, abs=1e-9)
+    assert estimate.ci_high == pytest.approx(0.9696438953396282, abs=1e-9)
+    matrix = np.array([[np.nan if v is None else v for v in row] for row in data], float)
+    m = 23 / 8
+    leave = np.array([krippendorff.alpha(reliability_data=np.delete(matrix, g, axis=1),
+                                         level_of_measurement="nominal") for g in range(8)])
+
+    def z(a):
+        return integrate.quad(lambda x: 1 / ((1 + (m - 1) * x) * np.sqrt(1 - x)), 0, a,
+                              limit=200)[0]
+
+    zs = np.array([z(a) for a in leave])
+    half = stats.t.ppf(0.975, 7) * np.sqrt(7 / 8 * ((zs - zs.mean()) ** 2).sum())
+    low = optimize.brentq(lambda a: z(a) - (z(0.5) - half), -1 / (m - 1) + 1e-9, 0.999999)
+    high = optimize.brentq(lambda a: z(a) - (z(0.5) + half), -1 / (m - 1) + 1e-9, 0.999999)
+    assert (estimate.ci_low, estimate.ci_high) == pytest.approx((low, high), abs=1e-7)
+    assert estimate.params["mean_values_per_unit"] == pytest.approx(m)
+
+
+def test_alpha_ci_uses_three_values_per_unit_on_the_root_icc_scale_and_skips_unpairable_units():
     # Example C: 11 of 12 units are rated by two or more (the last by one annotator only);
     # m = pairable values / pairable units.
     estimate = alpha_with_ci(EXAMPLE_C, "nominal")
     m = estimate.n["pairable_values"] / estimate.n["units"]
     assert estimate.params["groups"] == estimate.n["units"] == 11
     assert estimate.params["mean_values_per_unit"] == pytest.approx(m)
-
-    def z(alpha):
-        return 0.5 * np.log((1 + (m - 1) * alpha) / (1 - alpha))
-
     pairable = [u for u in range(12) if sum(row[u] is not None for row in EXAMPLE_C) >= 2]
     leave = np.array([compute_alpha([[v for u, v in enumerate(row) if u != g]
                                      for row in EXAMPLE_C], "nominal").value for g in pairable])
-    se = np.sqrt(10 / 11 * ((z(leave) - z(leave).mean()) ** 2).sum())
-    low = z(estimate.value) - stats.t.ppf(0.975, 10) * se
-    back = (np.exp(2 * low) - 1) / (np.exp(2 * low) + m - 1)
-    assert estimate.ci_low == pytest.approx(back)
+    z = _root_icc_z(leave, m)
+    se = np.sqrt(10 / 11 * ((z - z.mean()) ** 2).sum())
+    low = _root_icc_z(estimate.value, m) - stats.t.ppf(0.975, 10) * se
+    assert estimate.ci_low == pytest.approx(_root_icc_z_inverse(low, m))
     assert estimate.ci_low < estimate.value < estimate.ci_high <= 1
 
 

@@ -287,3 +287,15 @@ def test_bench_arena_times_both_methods():
     reports = json.loads(out.getvalue())["reports"]
     assert [r["method"] for r in reports] == ["elo", "bt"]
     assert all(r["valid_resamples"] == 20 and r["wall_seconds"] > 0 for r in reports)
+
+
+def test_simulated_votes_with_given_strengths_and_generator():
+    first = arena.simulated_votes(50, 3, strengths=[0.0, 1.0, -1.0],
+                                  rng=np.random.default_rng(8))
+    again = arena.simulated_votes(50, 3, strengths=[0.0, 1.0, -1.0],
+                                  rng=np.random.default_rng(8))
+    assert first == again and len(first) == 50
+    assert {v[2] for v in first} <= {"a", "b", "tie"}
+    assert all(v[0] != v[1] for v in first)
+    with pytest.raises(ValueError, match="strengths"):
+        arena.simulated_votes(5, 3, strengths=[0.0, 1.0])
