@@ -111,6 +111,27 @@ class StudyCreateForm(forms.Form):
         return data
 
 
+class ArenaStudyForm(forms.Form):
+    """A study from an arena's voted battles (annotation/arena_studies.py)."""
+
+    title = forms.CharField(max_length=200)
+    task_forms = forms.MultipleChoiceField(
+        choices=[(f, taskforms.FORM_LABELS[f]) for f in taskforms.MODE_FORMS["conversation"]],
+        widget=forms.CheckboxSelectMultiple, label="Task forms", initial=[taskforms.FACE],
+        help_text="whole conversations: FACE's dialogue aspects (overall impression, task "
+                  "completion, …) and/or CoRE's factors and overall score")
+    sample_size = forms.IntegerField(
+        min_value=1, max_value=100000, required=False, label="Battles",
+        help_text="empty: every voted battle; otherwise a seeded random sample of this many")
+    overlap_k = forms.IntegerField(min_value=1, max_value=50, initial=3,
+                                   label="Annotators per conversation (overlap k)")
+    # the same settings, checked the same way, as a study of responses
+    seed = StudyCreateForm.base_fields["seed"]
+    seconds_per_item = StudyCreateForm.base_fields["seconds_per_item"]
+    assignment_timeout_minutes = StudyCreateForm.base_fields["assignment_timeout_minutes"]
+    instructions = StudyCreateForm.base_fields["instructions"]
+
+
 class MemberAddForm(forms.Form):
     username = forms.CharField(max_length=150)
 

@@ -71,8 +71,8 @@ def _data_set_system(name: str, description: str) -> System:
     return existing or system_create(name=name, description=description, family="public data")
 
 
-def _log_submission(*, system: System, benchmark: Benchmark, logs: list[dict], user,
-                    note: str, created: list[Submission]) -> Submission:
+def log_submission_store(*, system: System, benchmark: Benchmark, logs: list[dict], user,
+                         note: str, created: list[Submission]) -> Submission:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "logs.jsonl"
         with path.open("w", encoding="utf-8") as handle:
@@ -81,13 +81,14 @@ def _log_submission(*, system: System, benchmark: Benchmark, logs: list[dict], u
         submission = submission_create(system=system, benchmark=benchmark, path_or_file=path,
                                        user=user, protocol=LOG, note=note[:300])
     created.append(submission)
-    # Logs of public data (or a benchmark's own reference dialogues) are public from the start.
+    # Logs of public data (or a benchmark's own reference dialogues) are public from the start
+    # (an arena study's battle dialogues too: their benchmark is private to the study's author).
     Submission.objects.filter(pk=submission.pk).update(is_public=True)
     submission.is_public = True
     return submission
 
 
-def _delete_files(submissions: Iterable[Submission]) -> None:
+def submission_files_delete(submissions: Iterable[Submission]) -> None:
     for submission in submissions:
         submission.file.delete(save=False)
 
@@ -110,9 +111,9 @@ def reference_submission(*, benchmark: Benchmark, user=None,
         if turns:
             logs.append({"log_id": dialogue.external_id, "dialogue_id": dialogue.external_id,
                          "turns": turns})
-    return _log_submission(system=system, benchmark=benchmark, logs=logs, user=user,
-                           note=f"reference dialogues of {benchmark.slug}",
-                           created=created if created is not None else [])
+    return log_submission_store(system=system, benchmark=benchmark, logs=logs, user=user,
+                                note=f"reference dialogues of {benchmark.slug}",
+                                created=created if created is not None else [])
 
 
 # --- studies of imported labels ------------------------------------------------------------------
@@ -165,9 +166,10 @@ def public_dataset_import(*, name: str, path: Path, author, benchmark_slug: str 
         benchmark = benchmark_create_from_bundle(bundle=bundle, owner=author)
         for system_name in result.systems():
             system = _data_set_system(system_name, f"A system of the public data set {name}.")
-            _log_submission(system=system, benchmark=benchmark, logs=result.logs[system_name],
-                            user=author, note=f"imported from the public data set {name}",
-                            created=created)
+            log_submission_store(system=system, benchmark=benchmark,
+                                 logs=result.logs[system_name], user=author,
+                                 note=f"imported from the public data set {name}",
+                                 created=created)
         where = {(u["unit_type"], u["unit_id"]): (u["dialogue_id"], u.get("system") or "")
                  for u in result.units}
         study = _study(
@@ -190,7 +192,7 @@ def public_dataset_import(*, name: str, path: Path, author, benchmark_slug: str 
                 system_for=lambda system_name: _data_set_system(
                     system_name, f"A system of the public data set {name}."))
     except BaseException:
-        _delete_files(created)
+        submission_files_delete(created)
         raise
     summary = {"dialogues": len(bundle.dialogues), "systems": len(result.logs),
                "submissions": len(created), "labels": labels, "fields": len(result.fields),
@@ -380,7 +382,7 @@ def scores_import(*, path: Path, benchmark: Benchmark, evaluator: str, user=None
     try:
         groups = _group_by_submission(records, index, benchmark, user, created, path.name)
     except BaseException:
-        _delete_files(created)
+        submission_files_delete(created)
         raise
     digest = hashlib.sha256(raw).hexdigest()
     now = timezone.now()

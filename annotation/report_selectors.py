@@ -155,6 +155,11 @@ def _latest_runs(benchmark, *, include_private: bool, evaluators=None) -> list[R
     return list(latest.values())
 
 
+def latest_runs(*, benchmark, include_private: bool) -> list[Run]:
+    """The newest finished run of each (system, evaluator) on BENCHMARK."""
+    return _latest_runs(benchmark, include_private=include_private)
+
+
 def evaluator_names(*, benchmark, include_private: bool = True) -> list[str]:
     return sorted({run.evaluator for run in _latest_runs(benchmark,
                                                          include_private=include_private)})

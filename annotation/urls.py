@@ -10,6 +10,7 @@ app_name = "annotation"
 urlpatterns = [
     path("", views.study_list, name="study_list"),
     path("new/", views.study_create, name="study_create"),
+    path("new/arena/<slug:arena>/", views.arena_study_create, name="arena_study_create"),
     path("join/<str:token>/", views.study_join, name="study_join"),
     path("metric-leaderboards/", views.metric_board_index, name="metric_board_index"),
     path("<slug:slug>/", views.study_detail, name="study_detail"),

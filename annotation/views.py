@@ -18,11 +18,12 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import exports, face_selectors, report_selectors, selectors
+from annotation import arena_studies, exports, face_selectors, report_selectors, selectors
 from annotation.lib import reports
 from annotation.lib.rendering import render_markdown
 from annotation.lib.report_plan import report_plan
 from annotation.services import annotations, handout, members, studies, study_exports
+from evaluation.access import arenas_for_user
 from evaluation.lib import charts
 from evaluation.models import Job
 
@@ -34,7 +35,7 @@ from .access import (
     get_study_for_metric_board,
     get_study_for_user,
 )
-from .forms import ExclusionForm, MemberAddForm, StudyCreateForm
+from .forms import ArenaStudyForm, ExclusionForm, MemberAddForm, StudyCreateForm
 from .models import Study
 
 
@@ -89,6 +90,39 @@ def study_create(request):
             messages.success(request, f"Study created with {study.items.count()} items.")
             return redirect("annotation:study_dashboard", slug=study.slug)
     return render(request, "annotation/study_create.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def arena_study_create(request, arena):
+    """A study whose items are the conversations of an arena's voted battles."""
+    if not can_create_studies(request.user):
+        raise PermissionDenied("Only study authors can create studies.")
+    arena = arenas_for_user(request.user).filter(slug=arena).select_related("benchmark").first()
+    if arena is None:
+        raise Http404("No such arena.")
+    form = ArenaStudyForm(request.POST or None,
+                          initial={"title": f"{arena.name}: battle conversations",
+                                   "seconds_per_item": 240})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            study = arena_studies.arena_study_create(
+                arena=arena, author=request.user, title=data["title"],
+                forms=tuple(data["task_forms"]), sample_size=data["sample_size"],
+                seed=data["seed"], overlap_k=data["overlap_k"],
+                instructions=data["instructions"], seconds_per_item=data["seconds_per_item"],
+                assignment_timeout_minutes=data["assignment_timeout_minutes"])
+        except ValidationError as exc:
+            for message in exc.messages:
+                form.add_error(None, message)
+        else:
+            messages.success(request, f"Study created with {study.items.count()} items from "
+                                      f"{study.config['battles']} battles.")
+            return redirect("annotation:study_dashboard", slug=study.slug)
+    return render(request, "annotation/arena_study_create.html",
+                  {"form": form, "arena": arena,
+                   "voted": arena.battles.filter(status="voted").count()})
 
 
 @login_required

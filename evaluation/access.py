@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from .models import Battle, Benchmark, Dialogue, Item, Job, Run, Simulation, Split
+from .models import Arena, Battle, Benchmark, Dialogue, Item, Job, Run, Simulation, Split
 
 
 def benchmarks_for_user(user) -> QuerySet[Benchmark]:
@@ -20,6 +20,12 @@ def benchmarks_for_user(user) -> QuerySet[Benchmark]:
     if user.is_authenticated:
         return Benchmark.objects.filter(Q(is_public=True) | Q(owner=user))
     return Benchmark.objects.filter(is_public=True)
+
+
+def arenas_for_user(user) -> QuerySet[Arena]:
+    """Arenas whose benchmark the viewer may see; an arena without a benchmark is public."""
+    return Arena.objects.filter(Q(benchmark__isnull=True)
+                                | Q(benchmark__in=benchmarks_for_user(user)))
 
 
 def can_manage_benchmark(user, benchmark: Benchmark) -> bool:

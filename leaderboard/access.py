@@ -15,7 +15,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
 from config.roles import RESEARCHER, STUDY_AUTHOR, has_role
-from evaluation.access import benchmarks_for_user, get_benchmark_for_user
+from evaluation.access import arenas_for_user, benchmarks_for_user, get_benchmark_for_user
 from evaluation.models import Arena, AutoEvaluation, Benchmark, Submission, System
 
 
@@ -97,12 +97,6 @@ def require_researcher(user) -> None:
     """Registering a system or uploading needs the researcher role (403 otherwise)."""
     if not has_role(user, RESEARCHER):
         raise PermissionDenied("Registering systems and submitting needs the researcher role.")
-
-
-def arenas_for_user(user) -> QuerySet[Arena]:
-    """Arenas whose benchmark the viewer may see; an arena without a benchmark is public."""
-    return Arena.objects.filter(Q(benchmark__isnull=True)
-                                | Q(benchmark__in=benchmarks_for_user(user)))
 
 
 def get_arena_for_user(user, slug: str) -> Arena:

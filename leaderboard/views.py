@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
+from annotation.access import can_create_studies
 from evaluation.access import benchmarks_for_user, get_benchmark_for_user
 from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
@@ -53,6 +54,7 @@ from .access import (
 from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemForm
 from .selectors import arenas as arena_selectors
+from .selectors.arena_agreement import arena_agreement
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
 from .selectors.auto_evaluations import submission_auto_evaluations
 from .selectors.boards import (
@@ -585,10 +587,14 @@ def arena_ratings_page(request, slug):
     params = _arena_params(request)
     board = arena_board(arena, **params)
     query = urlencode({k: v for k, v in params.items() if v})
+    agreement = arena_agreement(arena=arena, board_rows=board.rows, user=request.user,
+                                study_slug=request.GET.get("study", "")[:80],
+                                field_name=request.GET.get("field", "")[:100])
     return render(request, "leaderboard/arena_ratings.html",
                   {"board": board, "arena": arena, "params": params, "export_query": query,
                    "methods": arena_selectors.METHOD_LABELS,
-                   "rank_note": arena_selectors.RANK_NOTE})
+                   "rank_note": arena_selectors.RANK_NOTE, "agreement": agreement,
+                   "can_create_study": can_create_studies(request.user)})
 
 
 def arena_ratings_export(request, slug, fmt):

@@ -64,6 +64,9 @@ ACCESS.update({
                                              "researcher": 403}),
                                 ({}, "post", {**_AUTHORS, "annotator": 403, "outsider": 403,
                                               "researcher": 403})],
+    "annotation:arena_study_create": [
+        ({"arena": "nope"}, m, {**_AUTHORS, "annotator": 403, "outsider": 403, "researcher": 403,
+                                "author": 404, "staff": 404}) for m in ("get", "post")],
     "annotation:study_join": [({"token": "tiny-invite"}, "get", _LOGGED_IN_200),
                               ({"token": "nope"}, "get", {**dict.fromkeys(PERSONAS, 404),
                                                           "anonymous": 302})],
