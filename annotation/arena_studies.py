@@ -20,6 +20,7 @@ from django.utils.text import slugify
 
 from annotation.lib import blinding, sampling, taskforms
 from evaluation.lib.formats.arena_dialogues import battle_dialogues
+from evaluation.lib.formats.errors import FormatError
 from evaluation.models import Arena, Battle, Benchmark, System
 from evaluation.services.benchmarks import benchmark_create_from_bundle
 
@@ -68,7 +69,7 @@ def _benchmark_meta(arena: Arena) -> dict:
     while Benchmark.objects.filter(slug=slug).exists():
         slug, n = f"{base}-{n}", n + 1
     return {"name": f"{arena.name}: battle dialogues"[:200], "slug": slug, "version": "1",
-            "domain": arena.benchmark.domain if arena.benchmark else "",
+            "domain": (arena.benchmark.domain if arena.benchmark else "") or "arena",
             "description": f"The voted battles of the arena {arena.name}, one dialogue per "
                            "battle side (the person's messages and that system's answers).",
             "license": "", "citation": ""}
@@ -96,8 +97,11 @@ def arena_study_create(*, arena: Arena, author, title: str, forms: tuple[str, ..
     if not battles:
         raise ValidationError("This arena has no voted battle yet: there is nothing to "
                               "annotate.")
-    result = battle_dialogues(benchmark=_benchmark_meta(arena),
-                              battles=[_battle_record(b, arena) for b in battles])
+    try:
+        result = battle_dialogues(benchmark=_benchmark_meta(arena),
+                                  battles=[_battle_record(b, arena) for b in battles])
+    except FormatError as exc:  # e.g. a battle stored without a message
+        raise ValidationError([str(issue) for issue in exc.issues][:20]) from exc
     systems: dict[str, System] = {}
     for battle in battles:
         systems.setdefault(battle.system_a.name, battle.system_a)

@@ -131,8 +131,20 @@ def test_bad_requests_store_nothing(arena, author):
     empty = Arena.objects.create(slug="empty", name="Empty")
     with pytest.raises(ValidationError, match="no voted battle"):
         arena_study_create(arena=empty, author=author, title="x", forms=(taskforms.CORE,))
+    broken = Battle.objects.create(uuid=uuid.uuid4(), arena=arena, system_a=arena.systems.first(),
+                                   system_b=arena.systems.last(), session_key="s",
+                                   status=Battle.Status.VOTED)  # voted, yet no message stored
+    with pytest.raises(ValidationError, match=f"battle {broken.uuid} has no message"):
+        arena_study_create(arena=arena, author=author, title="x", forms=(taskforms.CORE,))
     assert (Benchmark.objects.count(), Submission.objects.count(),
             Study.objects.count()) == before
+
+
+def test_an_arena_without_a_benchmark(systems, author, media_root):
+    bare = Arena.objects.create(slug="bare", name="Bare arena")  # e.g. imported votes' arena
+    make_battle(bare, systems[0], systems[1])
+    study = arena_study_create(arena=bare, author=author, title="Bare", forms=(taskforms.CORE,))
+    assert study.benchmark.domain == "arena" and study.items.count() == 2
 
 
 def test_a_seeded_sample_of_battles(arena, author):
