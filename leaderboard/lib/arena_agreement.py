@@ -31,6 +31,39 @@ class Label:
     value: float
 
 
+def label_choices(fields: Iterable[tuple[str, str, str, bool]],
+                  categories: Mapping[str, Iterable[str]]) -> list[dict]:
+    """What the page can compare with the ratings: FIELDS are (name, title, unit_type,
+    is_numeric); a numeric dialogue-level field by its mean, and each category of a nominal
+    dialogue-level field (CRSArena-Dial's `satisfaction`) by the share of labels that chose it
+    (`name=category`, a mean of 0/1 values)."""
+    choices = []
+    for name, title, unit_type, numeric in fields:
+        if unit_type != "dialogue":
+            continue
+        if numeric:
+            choices.append({"key": name, "field": name, "category": None, "title": title})
+        else:
+            choices += [{"key": f"{name}={c}", "field": name, "category": c,
+                         "title": f"{title}: share {c}"} for c in sorted(categories.get(name, ()))]
+    return choices
+
+
+def choice_labels(rows: Iterable[tuple[str, str, str, object]], choice: dict) -> list[Label]:
+    """(system, dialogue, field, value) rows as the labels of CHOICE: numeric values as they
+    are, a nominal field's values as 1 (the category) or 0 (another one)."""
+    labels = []
+    for system, dialogue, name, value in rows:
+        if name != choice["field"]:
+            continue
+        if choice["category"] is not None:
+            labels.append(Label(system, dialogue, choice["key"],
+                                float(str(value) == choice["category"])))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            labels.append(Label(system, dialogue, choice["key"], float(value)))
+    return labels
+
+
 def human_means(labels: Iterable[Label], field: str, *,
                 bounds: tuple[float | None, float | None] | None = None) -> dict[str, Estimate]:
     """System -> the mean of FIELD over its labels, with a 95% CI clustered by dialogue."""

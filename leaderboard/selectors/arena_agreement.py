@@ -12,22 +12,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+
 from annotation.access import can_manage_study
 from annotation.models import Study
-from annotation.report_selectors import latest_runs, study_field_specs, study_label_table
+from annotation.report_selectors import latest_runs, study_label_table
 from evaluation.lib.stats.results import Correlation
 from evaluation.models import Arena, MetricSummary
-from leaderboard.lib.arena_agreement import Label, human_means, rank_agreement
+from leaderboard.lib.arena_agreement import (
+    choice_labels,
+    human_means,
+    label_choices,
+    rank_agreement,
+)
 
-PREFERRED_FIELDS = ("face.overall", "core.overall")
+PREFERRED_FIELDS = ("face.overall", "core.overall", "satisfaction=satisfied")
 
 
 @dataclass
 class ArenaAgreement:
     study: Study
     studies: list[Study]
-    fields: list  # FieldSpec of the study's numeric dialogue-level fields
-    field: str
+    choices: list[dict]  # the labels the page can compare: {key, title, field, category}
+    field: str  # the chosen one's key
     rows: list[dict]  # per system: name, rating, ci, human (Estimate), metrics {key: summary}
     metrics: list[tuple[str, str]]  # (evaluator, metric) columns
     human_agreement: dict[str, Correlation]
@@ -35,14 +42,14 @@ class ArenaAgreement:
 
 
 def arena_studies_for_user(arena: Arena, user) -> list[Study]:
-    studies = (Study.objects.filter(config__arena_id=arena.pk, source="native")
-               .select_related("benchmark").order_by("-created_at", "-pk"))
+    """Studies made from the arena's battles, and the imported studies of the data set its votes
+    came from (CRSArena-Dial's satisfaction labels on its own conversations)."""
+    made = Q(config__arena_id=arena.pk, source="native")
+    if arena.benchmark_id is not None:
+        made |= Q(benchmark_id=arena.benchmark_id, source__startswith="imported:")
+    studies = (Study.objects.filter(made).select_related("benchmark")
+               .order_by("-created_at", "-pk"))
     return [s for s in studies if s.is_public or can_manage_study(user, s)]
-
-
-def _numeric_dialogue_fields(study: Study) -> list:
-    return [spec for spec in study_field_specs(study=study).values()
-            if spec.unit_type == "dialogue" and spec.is_numeric]
 
 
 def _metric_summaries(study: Study, include_private: bool) -> dict[str, dict]:
@@ -64,16 +71,23 @@ def arena_agreement(*, arena: Arena, board_rows: list[dict], user, study_slug: s
     if not studies:
         return None
     study = next((s for s in studies if s.slug == study_slug), studies[0])
-    fields = _numeric_dialogue_fields(study)
-    names = [spec.name for spec in fields]
-    chosen = field_name if field_name in names else next(
-        (name for name in PREFERRED_FIELDS if name in names), names[0] if names else "")
-    spec = next((s for s in fields if s.name == chosen), None)
-    labels = [Label(row.system, row.dialogue_id, row.field, float(row.value))
-              for row in study_label_table(study=study).rows
-              if row.field == chosen and isinstance(row.value, int | float)]
-    means = human_means(labels, chosen, bounds=(spec.scale_min, spec.scale_max)
-                        if spec else None)
+    table = study_label_table(study=study)
+    categories: dict[str, set] = {}
+    for row in table.rows:
+        if row.unit_type == "dialogue" and not table.fields[row.field].is_numeric:
+            categories.setdefault(row.field, set()).add(str(row.value))
+    choices = label_choices([(f.name, f.title, f.unit_type, f.is_numeric)
+                             for f in table.fields.values()], categories)
+    keys = [c["key"] for c in choices]
+    chosen = field_name if field_name in keys else next(
+        (key for key in PREFERRED_FIELDS if key in keys), keys[0] if keys else "")
+    choice = next((c for c in choices if c["key"] == chosen), None)
+    labels = choice_labels([(r.system, r.dialogue_id, r.field, r.value) for r in table.rows],
+                           choice) if choice else []
+    spec = table.fields.get(choice["field"]) if choice else None
+    bounds = (0.0, 1.0) if choice and choice["category"] is not None else (
+        (spec.scale_min, spec.scale_max) if spec else None)
+    means = human_means(labels, chosen, bounds=bounds)
     metrics = _metric_summaries(study, include_private=can_manage_study(user, study))
     columns = sorted({key for per_system in metrics.values() for key in per_system})
     rated = {row["system"]: row for row in board_rows}
@@ -93,6 +107,6 @@ def arena_agreement(*, arena: Arena, board_rows: list[dict], user, study_slug: s
         metric_agreement.append({"evaluator": evaluator, "metric": metric,
                                  **rank_agreement(ratings, values)})
     return ArenaAgreement(
-        study=study, studies=studies, fields=fields, field=chosen, rows=rows, metrics=columns,
+        study=study, studies=studies, choices=choices, field=chosen, rows=rows, metrics=columns,
         human_agreement=rank_agreement(ratings, {s: e.value for s, e in means.items()}),
         metric_agreement=metric_agreement)

@@ -5,7 +5,13 @@ import math
 import pytest
 from scipy import stats
 
-from leaderboard.lib.arena_agreement import Label, human_means, rank_agreement
+from leaderboard.lib.arena_agreement import (
+    Label,
+    choice_labels,
+    human_means,
+    label_choices,
+    rank_agreement,
+)
 
 
 def test_a_systems_mean_and_its_dialogue_clustered_interval_by_hand():
@@ -53,3 +59,18 @@ def test_rank_agreement_is_undefined_below_three_systems():
     result = rank_agreement({"A": 1010.0, "B": 990.0}, {"A": 3.0, "B": 1.0})
     assert result["spearman"].statistic is None and result["spearman"].n == 2
     assert "fewer than 3" in result["spearman"].undefined_reason
+
+
+def test_a_nominal_label_is_compared_by_the_share_of_each_category():
+    choices = label_choices([("satisfaction", "satisfaction", "dialogue", False),
+                             ("face.overall", "Overall", "dialogue", True),
+                             ("face.relevance", "Relevance", "turn", True)],
+                            {"satisfaction": {"satisfied", "frustrated"}})
+    assert [c["key"] for c in choices] == ["satisfaction=frustrated", "satisfaction=satisfied",
+                                           "face.overall"]
+    rows = [("X", "c1", "satisfaction", "satisfied"), ("X", "c2", "satisfaction", "frustrated"),
+            ("X", "c3", "satisfaction", "satisfied"), ("X", "c3", "face.overall", 2)]
+    labels = choice_labels(rows, choices[1])
+    assert [label.value for label in labels] == [1.0, 0.0, 1.0]
+    assert human_means(labels, "satisfaction=satisfied")["X"].value == pytest.approx(2 / 3)
+    assert [label.value for label in choice_labels(rows, choices[2])] == [2.0]

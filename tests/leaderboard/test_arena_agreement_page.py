@@ -1,10 +1,12 @@
 """The arena ratings page beside the human labels and metrics of its battle dialogues
 (docs/arena.md, "Studies from battles"): the numbers shown, who sees them, and reads only."""
 
+import io
 import json
 import re
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -21,6 +23,8 @@ from evaluation.models import Arena, System
 from leaderboard.selectors.arenas import arena_board
 from tests.annotation.conftest import full_answers
 from tests.annotation.test_arena_study import make_battle
+from tests.evaluation.formats.test_public_crs_arena_dial import _conversation
+from tests.leaderboard.test_arena_ratings import CLOSED, OPEN, _write
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +148,34 @@ def test_the_study_form_on_the_web(client, arena, author, annotator):
     assert made.status_code == 302
     assert client.get(made.url).status_code == 200
     assert client.get(reverse("annotation:arena_study_create", args=["nope"])).status_code == 404
+
+
+def test_crs_arenas_own_satisfaction_labels_beside_its_imported_ratings(client, staff,
+                                                                        tmp_path):
+    """CRSArena-Dial: the votes' arena and the users' satisfied/frustrated verdicts on the
+    same conversations; the page shows each system's share of satisfied conversations."""
+
+    verdicts = {"kbrd_redial": ["satisfied", "frustrated", "satisfied"],
+                "barcor_redial": ["frustrated", "frustrated"],
+                "<b>evil</b>_redial": ["satisfied", "satisfied"]}
+    (tmp_path / "crs_arena_dial_open.json").write_text(json.dumps(
+        [_conversation(f"{system}_u{n}", sentiment=verdict)
+         for system, given in verdicts.items() for n, verdict in enumerate(given)]))
+    _write(tmp_path / "votes_open.csv", OPEN)
+    _write(tmp_path / "votes_closed.csv", CLOSED)
+    call_command("import_public", "crs_arena_dial", str(tmp_path), stdout=io.StringIO())
+    arena = Arena.objects.get()
+    html = client.get(reverse("leaderboard:arena_ratings", args=[arena.slug])).content.decode()
+    assert 'value="satisfaction=satisfied" selected' in html
+    shares = {system: given.count("satisfied") / len(given)
+              for system, given in verdicts.items()}
+    for system, share in shares.items():
+        cells = _cells(html, system.replace("<", "&lt;").replace(">", "&gt;"))
+        assert cells[1] == f"{share:.2f}"
+        assert cells[3] == f"{len(verdicts[system])} / {len(verdicts[system])}"
+    assert "<b>evil</b>" not in html
+    ratings = {row["system"]: row["rating"] for row in arena_board(arena).rows}
+    order = sorted(shares)
+    rho = stats.spearmanr([ratings[s] for s in order], [shares[s] for s in order]).statistic
+    agreement = re.search(r'<tr class="human-agreement">(.*?)</tr>', html, re.S).group(1)
+    assert f"{rho:.3f}" in agreement and agreement.rstrip().endswith('<td class="num">3</td>')
