@@ -268,6 +268,21 @@ def submission_splits(*, submission) -> list[str]:
     ))
 
 
+def scored_splits(*, submission) -> list[str]:
+    """The splits a submitter's run is scored on: those the file answers, without `hidden`
+    until the benchmark's owner releases the hidden scores (`benchmark_hidden_release`).
+
+    Any score over hidden dialogues shown before then, even one aggregate, answers questions
+    about their gold: resubmitting one turn's ranking permuted and reading the change in MRR
+    recovers its gold item (issue 18). As on Kaggle's private leaderboard, hidden scores come
+    when the phase ends, all at once.
+    """
+    splits = submission_splits(submission=submission)
+    if submission.benchmark.hidden_released_at is None:
+        splits = [split for split in splits if split != Split.HIDDEN]
+    return splits
+
+
 def submission_hidden_lines(*, submission) -> list[tuple[int, str]]:
     """(line number, dialogue id) of the logs of a `log` submission on hidden dialogues."""
     with submission.file.open("rb") as handle:

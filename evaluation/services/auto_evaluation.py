@@ -23,6 +23,7 @@ from evaluation.lib.llm.evaluators import EVALUATORS, FACE
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.models import AutoEvaluation, AutoEvaluator, Benchmark, Submission
 from evaluation.selectors.auto_evaluation import auto_evaluation_spent_today
+from evaluation.selectors.benchmarks import scored_splits
 from evaluation.services.face_optimization import FaceOptimizationError, face_instructions_resolve
 from evaluation.services.llm_runs import (
     LLMRunFailed,
@@ -30,7 +31,6 @@ from evaluation.services.llm_runs import (
     llm_run_estimate,
     model_options,
 )
-from evaluation.services.runs import scored_splits
 
 # What a bad choice raises: shown to the operator as it is.
 CHOICE_ERRORS = (ValueError, LLMConfigurationError, FaceOptimizationError, LLMRunFailed)

@@ -67,7 +67,7 @@ from evaluation.lib.progress import Progress, no_progress
 from evaluation.lib.runconfig import BOOTSTRAP
 from evaluation.models import DebateTurn, FaceTurn, Job, Run, UnitScore
 from evaluation.response_cache import DatabaseResponseCache
-from evaluation.selectors.benchmarks import benchmark_bundle, submission_splits
+from evaluation.selectors.benchmarks import benchmark_bundle, scored_splits
 from evaluation.services.jobs import ExpectedFailure, job_create
 from evaluation.services.results import summaries_upsert
 
@@ -251,7 +251,9 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
                          f"`{submission.protocol}`")
     benchmark = submission.benchmark
     if spec.protocol == TURN:
-        splits = sorted(splits) if splits else submission_splits(submission=submission)
+        # by default what the submitter's Trace run is scored on: no hidden split before the
+        # release (a judge's averages over hidden turns would answer questions about them)
+        splits = sorted(splits) if splits else scored_splits(submission=submission)
     if evaluator == CORE and len(_unique_models([model, *judges])) > 1 and not human_study:
         study = _core_human_study(benchmark=benchmark)
         human_study = study.slug if study is not None else None
@@ -292,7 +294,7 @@ def llm_run_estimate(*, submission, evaluator: str, model: dict,
 
     if evaluator == TRACE_JUDGE:
         judged, _missing = _judged_turns(
-            submission, sorted(splits) if splits else submission_splits(submission=submission))
+            submission, sorted(splits) if splits else scored_splits(submission=submission))
         turns = [turn for _unit, _cluster, turn in _selected(config, judged)]
         return run_estimate.estimate_trace_judge(turns, price)
     logs = _selected(config, _read_logs(submission))

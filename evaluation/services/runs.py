@@ -29,7 +29,7 @@ from evaluation.lib.metrics.types import Unavailable
 from evaluation.lib.progress import Progress
 from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
 from evaluation.models import Benchmark, Job, Run, RunChunk, Split, Submission
-from evaluation.selectors.benchmarks import submission_splits
+from evaluation.selectors.benchmarks import scored_splits, submission_splits
 from evaluation.selectors.run_chunks import (
     dialogue_records,
     item_records,
@@ -80,21 +80,6 @@ def run_create(*, submission, user=None, suite_options: dict | None = None,
                                  evaluator_version=SUITE_VERSION, config=config,
                                  config_hash=config_hash(config), job=job)
     return run
-
-
-def scored_splits(*, submission) -> list[str]:
-    """The splits a submitter's run is scored on: those the file answers, without `hidden`
-    until the benchmark's owner releases the hidden scores (`benchmark_hidden_release`).
-
-    Any score over hidden dialogues shown before then, even one aggregate, answers questions
-    about their gold: resubmitting one turn's ranking permuted and reading the change in MRR
-    recovers its gold item (issue 18). As on Kaggle's private leaderboard, hidden scores come
-    when the phase ends, all at once.
-    """
-    splits = submission_splits(submission=submission)
-    if submission.benchmark.hidden_released_at is None:
-        splits = [split for split in splits if split != Split.HIDDEN]
-    return splits
 
 
 def benchmark_hidden_release(*, benchmark: Benchmark, user) -> list[Run]:

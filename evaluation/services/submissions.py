@@ -34,10 +34,11 @@ from evaluation.lib.metrics.suite import CLOSED
 from evaluation.models import Benchmark, Job, Run, Submission, System
 from evaluation.selectors.benchmarks import (
     benchmark_submission_reference,
+    scored_splits,
     submission_hidden_lines,
 )
 from evaluation.services.auto_evaluation import auto_evaluations_start
-from evaluation.services.runs import run_create, scored_splits
+from evaluation.services.runs import run_create
 from evaluation.signals import results_changed_notify
 
 SYSTEM_FIELDS = ("name", "description", "paper_url", "code_url", "team", "family")

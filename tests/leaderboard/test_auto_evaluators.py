@@ -9,10 +9,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from evaluation.models import AutoEvaluation, AutoEvaluator, Benchmark, Job, Run, Submission
 from evaluation.services.auto_evaluation import auto_evaluator_save
-from evaluation.services.llm_runs import llm_run_estimate, model_options
+from evaluation.services.llm_runs import llm_run_create, llm_run_estimate, model_options
 from evaluation.services.submissions import system_create
 from tests.conftest import PASSWORD
 from tests.evaluation.llm_fixtures import LOGS, llm_settings  # noqa: F401
@@ -239,8 +240,18 @@ def test_a_turn_evaluator_runs_on_turn_uploads_over_the_scored_splits(
     # before the release neither scores the hidden d3#1: d1#1, d1#3 and d2#1 are judged
     assert evaluation.run.config["splits"] == trace.config["splits"] == ["test", "train"]
     assert evaluation.estimate["units"] == 3
+    # a run started by hand covers the same splits by default: no hidden turn before the release
+    assert llm_run_estimate(submission=submission, evaluator="trace_judge",
+                            model=model_options(model=PRICED)).units == 3
+    manual = llm_run_create(submission=submission, evaluator="trace_judge",
+                            model=model_options(model=PRICED), enqueue=False)
+    assert manual.config["splits"] == ["test", "train"]
+    Benchmark.objects.filter(pk=log_benchmark.pk).update(hidden_released_at=timezone.now())
+    submission.benchmark.refresh_from_db()
     assert llm_run_estimate(submission=submission, evaluator="trace_judge",
                             model=model_options(model=PRICED)).units == 4  # with d3#1
+    Benchmark.objects.filter(pk=log_benchmark.pk).update(hidden_released_at=None)
+    submission.benchmark.refresh_from_db()
     assert evaluation.estimate == llm_run_estimate(
         submission=submission, evaluator="trace_judge", model=model_options(model=PRICED),
         splits=["test", "train"]).to_dict()
