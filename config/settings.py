@@ -325,7 +325,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "leaderboard.schema.ContractSchema",
     "DEFAULT_PAGINATION_CLASS": "leaderboard.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
 }
@@ -333,6 +333,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Concord API",
     "DESCRIPTION": "Benchmarks, systems, submissions, runs and leaderboards of Concord.",
     "VERSION": "0.1.0",
+    # Request bodies apart from answers: what a write must match is not what is stored.
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- models and LLMs ------------------------------------------------------------------------

@@ -9,6 +9,8 @@ stored), a used-up daily quota 429. Session-authenticated writes need the CSRF t
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Count
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -78,11 +80,11 @@ from .serializers import (
     SubmissionSerializer,
     SubmissionUploadSerializer,
     SystemSerializer,
-    ValidationFailedSerializer,
+    TokenSerializer,
 )
 
 
-class ResearcherWrites(permissions.BasePermission):
+class ResearcherWrites(permissions.IsAuthenticatedOrReadOnly):
     """Anyone may read; writing needs a logged-in researcher (or staff)."""
 
     message = "Registering systems and submitting needs the researcher role."
@@ -110,7 +112,8 @@ class BenchmarkDetail(generics.RetrieveAPIView):
         return get_benchmark_for_user(self.request.user, self.kwargs["slug"])
 
 
-@extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY, description=(
+@extend_schema(responses={(200, "application/zip"): OpenApiResponse(
+    OpenApiTypes.BINARY, description=(
     "The public part of the benchmark as a bundle .zip (formats.md §1): every split but "
     "`hidden` in full; hidden dialogues as the contexts a system answers, without gold."))})
 class BenchmarkPublicBundle(APIView):
@@ -122,7 +125,8 @@ class BenchmarkPublicBundle(APIView):
         return attachment(body, filename, "application/zip")
 
 
-@extend_schema(responses={200: OpenApiResponse(OpenApiTypes.STR, description=(
+@extend_schema(responses={(200, "application/x-ndjson"): OpenApiResponse(
+    OpenApiTypes.STR, description=(
     "A valid `turn` submission (JSON Lines, formats.md §2) for the public splits, written "
     "by the TF-IDF reference baseline from the public bundle."))})
 class BenchmarkSampleSubmission(APIView):
@@ -174,7 +178,10 @@ class SystemDetail(generics.RetrieveUpdateAPIView):
 
 @extend_schema_view(get=extend_schema(
     description="Submissions you can see (published ones and your own), newest first; "
-                "filter with ?system=<slug> and ?benchmark=<slug>."))
+                "filter with ?system=<slug> and ?benchmark=<slug>.",
+    parameters=[OpenApiParameter("system", OpenApiTypes.STR, description="only this system's"),
+                OpenApiParameter("benchmark", OpenApiTypes.STR,
+                                 description="only this benchmark's")]))
 class SubmissionList(generics.ListAPIView):
     """Submissions you can see (published ones and your own), newest first; POST uploads one
     (multipart) for one of your systems and queues its evaluation run."""
@@ -199,11 +206,13 @@ class SubmissionList(generics.ListAPIView):
                     "Trace run. Private until published.",
         request={"multipart/form-data": SubmissionUploadSerializer},
         responses={201: SubmissionSerializer,
-                   400: OpenApiResponse(ValidationFailedSerializer,
-                                        description="the file is invalid; nothing was stored"),
+                   400: OpenApiResponse(description="invalid fields, or the file is invalid "
+                                                    "(`detail` and `errors`, one per problem "
+                                                    "with its line); nothing was stored"),
                    403: OpenApiResponse(description="not your system, or not a researcher"),
                    404: OpenApiResponse(description="no such system or benchmark"),
-                   429: OpenApiResponse(description="the system's daily quota is used up")})
+                   429: OpenApiResponse(description="the system's daily quota is used up"),
+                   503: OpenApiResponse(description="the queue is down; nothing was stored")})
     def post(self, request):
         upload = SubmissionUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
@@ -271,7 +280,12 @@ class RunDetail(APIView):
 
 @extend_schema_view(get=extend_schema(
     description="Simulations you started or that ran against your systems, newest first; "
-                "filter with ?system=<slug>, ?benchmark=<slug> and ?simulator=<name>."))
+                "filter with ?system=<slug>, ?benchmark=<slug> and ?simulator=<name>.",
+    parameters=[OpenApiParameter("system", OpenApiTypes.STR, description="only this system's"),
+                OpenApiParameter("benchmark", OpenApiTypes.STR,
+                                 description="only this benchmark's"),
+                OpenApiParameter("simulator", OpenApiTypes.STR,
+                                 description="only this simulator's")]))
 class SimulationList(generics.ListAPIView):
     """Your simulations; POST starts one on one of your live systems (docs/simulation.md)."""
 
@@ -382,16 +396,18 @@ class LeaderboardDetail(APIView):
         if protocol not in protocols:
             return Response({"detail": "This benchmark has no such protocol."}, status=404)
         params = request.query_params
-        if params.get("order", "") not in ("", "asc", "desc"):
+        if params.get("order", "asc") not in ("asc", "desc"):
             raise ValidationError({"order": ["expected asc or desc"]})
         if params.get("columns", "all") not in ("all", "headline"):
             raise ValidationError({"columns": ["expected all or headline"]})
+        if params.get("baselines", "true").lower() not in ("true", "false", "1", "0"):
+            raise ValidationError({"baselines": ["expected true or false"]})
         try:
             lb = leaderboard(
                 benchmark=benchmark, protocol=protocol, user=request.user,
                 sort=params.get("sort", ""), order=params.get("order", ""),
                 family=params.get("family", ""),
-                baselines=params.get("baselines", "true").lower() not in ("0", "false", "no"),
+                baselines=params.get("baselines", "true").lower() in ("true", "1"),
                 all_columns=params.get("columns", "all") != "headline",
                 splits=params.get("splits", "")[:200])
         except UnknownCoverage as exc:
@@ -483,10 +499,12 @@ class TokenObtain(ObtainAuthToken):
     """Exchange a username and password for your API token; throttled like the login form
     (429 with the wait, after too many failures for one account from one address)."""
 
-    @extend_schema(responses={200: OpenApiResponse(description="`{\"token\": \"…\"}`"),
+    @extend_schema(responses={200: TokenSerializer,
                               400: OpenApiResponse(description="wrong username or password"),
                               429: OpenApiResponse(description="too many failed logins; wait")})
     def post(self, request, *args, **kwargs):
+        if not hasattr(request.data, "get"):  # a JSON list or string: the serializer says so
+            return super().post(request, *args, **kwargs)
         username = str(request.data.get("username") or "")
         wait = login_wait_seconds(username, request)
         if wait:
@@ -502,8 +520,8 @@ class TokenObtain(ObtainAuthToken):
         return response
 
 
+@csrf_exempt  # it changes nothing: a POST gets the same JSON 404, not an HTML CSRF 403
 def api_not_found(request, *args, **kwargs):
     """Any /api/ path that matches no route: a JSON 404, like the API's own."""
-    from django.http import JsonResponse
 
     return JsonResponse({"detail": "No such API endpoint; see /api/docs/."}, status=404)

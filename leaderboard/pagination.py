@@ -15,6 +15,15 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
         return self._number(request, self.limit_query_param, 1, self.max_limit,
                             self.default_limit)
 
+    def get_schema_operation_parameters(self, view):
+        bounds = {self.limit_query_param: (1, self.max_limit),
+                  self.offset_query_param: (0, MAX_OFFSET)}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            low, high = bounds[parameter["name"]]
+            parameter["schema"].update(minimum=low, maximum=high)
+        return parameters
+
     def get_offset(self, request):
         return self._number(request, self.offset_query_param, 0, MAX_OFFSET, 0)
 

@@ -1,5 +1,6 @@
 """REST API representations (Django REST framework). Writes go through leaderboard.services."""
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -30,7 +31,42 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
 
 class StrictCharField(serializers.CharField):
-    """Text only: DRF's CharField turns `{"name": 0}` into the name "0"."""
+    """Text only: DRF's CharField turns `{"name": 0}` into the name "0". Its pattern tells
+    the schema what DRF refuses besides: NUL characters, and (where a value is needed) text
+    that is only whitespace, which DRF trims to blank."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # A blank value never reaches the validators (DRF returns it first), so the pattern of
+        # a field that may be blank asks for one character: the schema's "or blank" is apart.
+        if self.allow_blank:
+            pattern, message = r"^[^\x00]+$", "expected text without NUL characters"
+        else:
+            pattern = r"^[^\x00]*[^\s\x00][^\x00]*$"
+            message = "expected some text (not only spaces), without NUL characters"
+        self.validators.append(RegexValidator(pattern, message))
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class WebAddressField(serializers.URLField):
+    """An http(s) address, text only. Its pattern (in the schema too) is a part of what
+    Django's URLValidator accepts, so that every address the schema allows is accepted:
+    host labels, a letters-only top-level domain, an optional port, then path, query and
+    fragment in the characters of RFC 3986 (anything else percent-encoded)."""
+
+    _CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"  # RFC 3986 pchar
+    PATTERN = (r"^https?://(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
+               rf"(?::[0-9]{{1,5}})?(?:/(?:{_CHAR}|/)*)?(?:\?(?:{_CHAR}|[/?])*)?"
+               rf"(?:#(?:{_CHAR}|[/?])*)?$")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.validators.append(RegexValidator(
+            self.PATTERN, "expected an http(s) address such as https://example.org/paper"))
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
@@ -42,8 +78,11 @@ class SystemSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.CharField: StrictCharField, models.TextField: StrictCharField,
+        models.URLField: WebAddressField,
     }
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    owner = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True,
+        help_text="the owner's username; null for a reference baseline")
     page = serializers.SerializerMethodField()
 
     class Meta:
@@ -121,9 +160,19 @@ class FormatIssueSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class ValidationFailedSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer):
+    """Every 401, 403, 404, 405, 409, 429 and 503 of the API: what went wrong, in words."""
+
     detail = serializers.CharField()
-    errors = FormatIssueSerializer(many=True)
+
+
+class ValidationErrorsSerializer(serializers.Serializer):
+    """A 400: documented by leaderboard.schema.ValidationErrorsExtension (each bad field with
+    its messages; an invalid submission file adds `detail` and `errors`)."""
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="send it as `Authorization: Token <token>`")
 
 
 class MetricValueSerializer(serializers.Serializer):
