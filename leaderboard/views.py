@@ -76,11 +76,10 @@ from .selectors.runs import (
 from .selectors.systems import (
     DIALOGUE_METRICS,
     system_boards,
-    system_dialogues,
     system_radar,
     system_results,
+    system_run_dialogues,
     system_submissions,
-    system_tiers,
 )
 from .services import researcher_register
 
@@ -326,8 +325,8 @@ def system_detail(request, slug):
                        coverage=coverage, coverage_param=next(
                            (c.param for c in available if c.key == coverage), ""))
         if trace:
-            context["tiers"] = system_tiers(run_id=trace.run_id, benchmark=benchmark)
-            dialogues = system_dialogues(run_id=trace.run_id, benchmark=benchmark)
+            context["tiers"], dialogues = system_run_dialogues(run_id=trace.run_id,
+                                                               benchmark=benchmark)
             context["dialogues"] = Paginator(dialogues, 20).get_page(request.GET.get("page"))
             context["dialogue_metrics"] = DIALOGUE_METRICS
             context["others"] = [r for r in coverage_choice(

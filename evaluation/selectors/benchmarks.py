@@ -3,7 +3,7 @@ for evaluation runs (results, unit-level exports, paired comparisons)."""
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from django.db.models import Count
 
@@ -21,7 +21,7 @@ from evaluation.lib.metrics.recovery import no_hit_note
 from evaluation.lib.metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
 from evaluation.lib.rankers import generate_submission
 from evaluation.lib.runconfig import suite_config_from_options
-from evaluation.lib.stats.comparison import compare_systems
+from evaluation.lib.stats.comparison import compare_systems_from_sums
 from evaluation.models import (
     BENCHMARK_FIELDS,
     ITEM_FIELDS,
@@ -37,6 +37,7 @@ from evaluation.models import (
     Turn,
     TurnItem,
 )
+from evaluation.selectors.run_chunks import run_cluster_sums
 
 
 def _present(obj, fields) -> dict:
@@ -384,26 +385,29 @@ def run_unit_rows(*, run: Run, include_hidden: bool) -> Iterator[dict]:
                "metric": metric, "unit_type": unit_type, "unit_id": unit_id, "value": value}
 
 
-def _unit_values(run: Run) -> dict[str, tuple[list[float], list[str]]]:
-    values: dict[str, tuple[list[float], list[str]]] = defaultdict(lambda: ([], []))
-    rows = run.unit_scores.exclude(value=None).values_list("metric", "value", "dialogue_id")
-    for metric, value, dialogue_id in rows.iterator(chunk_size=5000):
-        values[metric][0].append(value)
-        values[metric][1].append(dialogue_id)
-    return values
+ClusterSums = dict[str, tuple[Sequence, Sequence[float], Sequence[float]]]
 
 
-def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None) -> list[dict]:
+def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None,
+                 sums: tuple[ClusterSums, ClusterSums] | None = None) -> list[dict]:
     """Per metric: paired jackknife-t CI of mean(A) − mean(B) and the per-dialogue
-    paired t-test (statistics.md "Comparing systems"), over the dialogues both runs scored."""
+    paired t-test (statistics.md "Comparing systems"), over the dialogues both runs scored.
+
+    Both need only each run's per-dialogue sums and counts: SUMS gives them per run as
+    {metric: (dialogue ids, sums, counts)} (the leaderboard's stored ones); without it the
+    database reduces the runs' unit values (one grouped query per run), never Python.
+    """
     bootstrap = run_a.config.get("bootstrap", {})
     directions = dict(run_a.summaries.order_by("pk").values_list("metric", "direction"))
     axes = dict(run_a.summaries.values_list("metric", "axis"))
-    a, b = _unit_values(run_a), _unit_values(run_b)
+    if sums is None:
+        sums = tuple({metric: reduced[:3] for metric, reduced in run_cluster_sums(run=run).items()}
+                     for run in (run_a, run_b))
+    a, b = sums
     names = [m for m in directions if m in a and m in b and (not metrics or m in metrics)]
     rows = []
     for metric in names:
-        comparison = compare_systems(
+        comparison = compare_systems_from_sums(
             "A", *a[metric], "B", *b[metric],
             confidence=bootstrap.get("confidence", 0.95),
         )

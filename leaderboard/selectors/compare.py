@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+import numpy as np
+
 from evaluation.lib import charts
 from evaluation.models import Run
 from evaluation.selectors.benchmarks import runs_compare
 
 from .columns import AXIS_ORDER, HEADLINE, Column, fmt, metric_bounds
+from .ranks import cluster_tables_read
 from .trust import column_trust
 
 
@@ -18,7 +21,11 @@ def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False, user=N
     by axis, each metric's trust (its best measured agreement with human labels, for USER),
     and a forest plot of the bounded (0–1) headline metrics."""
     metrics = None if all_metrics else list(HEADLINE.get(run_a.evaluator, ())) or None
-    rows = runs_compare(run_a=run_a, run_b=run_b, metrics=metrics)
+    # Both tests need only per-dialogue sums and counts: the runs' stored ones (RunClusterStats,
+    # one row each), else aggregated by the database now; never every unit value.
+    tables = cluster_tables_read(run_ids=[run_a.pk, run_b.pk])
+    rows = runs_compare(run_a=run_a, run_b=run_b, metrics=metrics,
+                        sums=(_by_metric(tables[run_a.pk]), _by_metric(tables[run_b.pk])))
     trust = column_trust(
         benchmark=run_a.submission.benchmark_id, user=user,
         columns=[Column(run_a.evaluator, r["metric"], r["axis"], r["direction"]) for r in rows]
@@ -51,3 +58,11 @@ def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False, user=N
                                 row["significant"]))
     return {"groups": list(groups.items()), "rows": rows,
             "forest": charts.forest(forest_rows) if forest_rows else None}
+
+
+def _by_metric(table) -> dict:
+    """{metric: (dialogue ids, sums, counts)} of a run's ClusterTable (the ids as one array,
+    shared by every metric)."""
+    clusters = np.asarray(table.clusters) if table.clusters else np.array([], dtype=str)
+    return {metric: (clusters, table.sums[i], table.counts[i])
+            for i, metric in enumerate(table.metrics)}

@@ -5,24 +5,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 from django.db.models import Max
 from django.urls import reverse
 
 from evaluation.lib import charts
 from evaluation.lib.simulators.simulators import simulated_protocol
-from evaluation.lib.stats.clustered import cluster_mean
-from evaluation.models import (
-    Benchmark,
-    Dialogue,
-    Job,
-    Run,
-    Simulation,
-    Split,
-    Submission,
-    UnitScore,
-)
+from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums
+from evaluation.models import Benchmark, Dialogue, Job, Run, Simulation, Split, Submission
 
 from .columns import HEADLINE, board_columns, fmt, metric_bounds, metric_rule, metric_summaries
+from .ranks import cluster_tables_read
 from .runs import BoardRun
 from .trust import column_trust
 
@@ -107,53 +100,89 @@ def _tier_key(tier: str):
     return TIER_ORDER.get(tier, 9), tier
 
 
-def system_tiers(*, run_id: int, benchmark) -> dict | None:
-    """Headline metrics by difficulty tier with studentized cluster CIs (non-hidden dialogues)."""
-    dialogues = _public_dialogues(benchmark)
-    values: dict[tuple[str, str], tuple[list, list]] = defaultdict(lambda: ([], []))
-    rows = (UnitScore.objects.filter(run_id=run_id, metric__in=TIER_METRICS)
-            .exclude(value=None).values_list("metric", "dialogue_id", "value"))
-    for metric, dialogue_id, value in rows.iterator(chunk_size=5000):
-        if dialogue_id in dialogues and dialogues[dialogue_id]:
-            entry = values[(metric, dialogues[dialogue_id])]
-            entry[0].append(value)
-            entry[1].append(dialogue_id)
-    tiers = sorted({tier for _, tier in values}, key=_tier_key)
-    metrics = [m for m in TIER_METRICS if any((m, t) in values for t in tiers)]
+def system_run_dialogues(*, run_id: int, benchmark) -> tuple[dict | None, DialogueRows]:
+    """The system page's two views of its Trace run, by dialogue: the headline metrics by
+    difficulty tier and the list of dialogues to drill into. Both come from the run's
+    per-dialogue sums and counts (stored, else aggregated by the database: `ranks.
+    cluster_tables_read`), never from its unit values (a million for 10,000 dialogues)."""
+    table = cluster_tables_read(run_ids=[run_id])[run_id]
+    public = _public_dialogues(benchmark)
+    return system_tiers(table=table, dialogues=public), system_dialogues(table=table,
+                                                                         dialogues=public)
+
+
+def _metric_rows(table, metrics) -> dict[str, int]:
+    index = {metric: i for i, metric in enumerate(table.metrics)}
+    return {metric: index[metric] for metric in metrics if metric in index}
+
+
+def system_tiers(*, table, dialogues: dict[str, str | None]) -> dict | None:
+    """Headline metrics by difficulty tier with studentized cluster CIs (non-hidden dialogues:
+    DIALOGUES maps their ids to their difficulty), from a run's per-dialogue sums (TABLE)."""
+    tier_of = np.array([dialogues.get(c) or "" for c in table.clusters], dtype=object)
+    rows = _metric_rows(table, TIER_METRICS)
+    cells_of: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for metric, row in rows.items():
+        present = table.counts[row] > 0
+        for tier in {t for t in tier_of[present] if t}:
+            mask = present & (tier_of == tier)
+            cells_of[(metric, tier)] = (np.asarray(table.clusters, dtype=object)[mask],
+                                        table.sums[row][mask], table.counts[row][mask])
+    tiers = sorted({tier for _, tier in cells_of}, key=_tier_key)
+    metrics = [m for m in TIER_METRICS if any((m, t) in cells_of for t in tiers)]
     if not tiers or not metrics:
         return None
-    table, series = [], []
+    table_rows, series = [], []
     for metric in metrics:
         cells = []
         for tier in tiers:
-            unit_values, clusters = values.get((metric, tier), ([], []))
-            estimate = cluster_mean(unit_values, clusters) if unit_values else None
+            clusters, sums, counts = cells_of.get((metric, tier), ([], [], []))
+            estimate = cluster_mean_from_sums(list(clusters), sums, counts) \
+                if len(clusters) else None
             cells.append((estimate.value, estimate.ci_low, estimate.ci_high)
                          if estimate and estimate.value is not None else (None, None, None))
         series.append((metric, cells))
-        table.append({"metric": metric, "cells": [
+        table_rows.append({"metric": metric, "cells": [
             {"text": fmt(v), "ci": f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "",
-             "dialogues": len(set(values.get((metric, tier), ([], []))[1]))}
+             "dialogues": len(cells_of.get((metric, tier), ([],))[0])}
             for (v, lo, hi), tier in zip(cells, tiers, strict=True)]})
     chart = charts.grouped_bars(tiers, series)
-    return {"tiers": tiers, "table": table, "chart": chart}
+    return {"tiers": tiers, "table": table_rows, "chart": chart}
 
 
-def system_dialogues(*, run_id: int, benchmark) -> list[dict]:
-    """Per non-hidden dialogue the run scored: a few per-dialogue means, for the drill-down."""
-    dialogues = _public_dialogues(benchmark)
-    sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    rows = (UnitScore.objects.filter(run_id=run_id, metric__in=DIALOGUE_METRICS)
-            .exclude(value=None).values_list("dialogue_id", "metric", "value"))
-    for dialogue_id, metric, value in rows.iterator(chunk_size=5000):
-        if dialogue_id in dialogues:
-            sums[dialogue_id][metric].append(value)
-    out = []
-    for dialogue_id in sorted(sums):
-        means = {m: (sum(v) / len(v) if v else None) for m, v in sums[dialogue_id].items()}
-        out.append({"id": dialogue_id, "difficulty": dialogues[dialogue_id],
-                    "values": [fmt(means.get(m)) for m in DIALOGUE_METRICS]})
-    return out
+class DialogueRows:
+    """The dialogues a run scored (non-hidden), by id, each with a few per-dialogue means: a
+    sequence for the paginator that formats only the rows of the page it slices."""
+
+    def __init__(self, ids: list[str], difficulty: list, means: np.ndarray):
+        self.ids, self.difficulty, self.means = ids, difficulty, means  # means: (ids, metrics)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return {"id": self.ids[index], "difficulty": self.difficulty[index],
+                "values": [fmt(None if np.isnan(v) else float(v)) for v in self.means[index]]}
+
+
+def system_dialogues(*, table, dialogues: dict[str, str | None]) -> DialogueRows:
+    """Per non-hidden dialogue the run scored (DIALOGUES: their ids and difficulty), the mean
+    of each of DIALOGUE_METRICS on it, for the drill-down, from the run's per-dialogue sums."""
+    rows = _metric_rows(table, DIALOGUE_METRICS)
+    if not rows:
+        return DialogueRows([], [], np.zeros((0, len(DIALOGUE_METRICS))))
+    counts = np.stack([table.counts[rows[m]] if m in rows else np.zeros(len(table.clusters))
+                       for m in DIALOGUE_METRICS], axis=1)
+    sums = np.stack([table.sums[rows[m]] if m in rows else np.zeros(len(table.clusters))
+                     for m in DIALOGUE_METRICS], axis=1)
+    keep = [i for i, c in enumerate(table.clusters) if c in dialogues and counts[i].any()]
+    keep.sort(key=lambda i: table.clusters[i])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts[keep] > 0, sums[keep] / counts[keep], np.nan)
+    return DialogueRows([table.clusters[i] for i in keep],
+                        [dialogues[table.clusters[i]] for i in keep], means)
 
 
 def system_submissions(*, system, user) -> list[Submission]:

@@ -1,7 +1,7 @@
 """Systems and submissions: a valid file is stored with its row, an invalid one not at all."""
 
 import json
-from io import BytesIO, StringIO
+from io import BytesIO
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -103,13 +103,3 @@ def test_system_update_changes_only_descriptive_fields(researcher):
     assert (system.team, system.slug) == ("Lab", "mine")
     with pytest.raises(ValueError, match="cannot change is_baseline"):
         system_update(system=system, is_baseline=True)
-
-
-def test_bench_leaderboard_runs_and_leaves_nothing_behind():
-    from django.core.management import call_command
-
-    out = StringIO()
-    call_command("bench_leaderboard", systems=4, metrics=3, dialogues=6, repeat=2, small=2,
-                 stdout=out)
-    assert "SQL queries per render: 2 systems → 6, 4 systems → 6 (constant)" in out.getvalue()
-    assert not System.objects.exists()

@@ -333,30 +333,87 @@ def paired_cluster_difference(
     1 − confidence``. With the same number of units per dialogue for both systems this is the
     per-dialogue paired t-test.
     """
-    params = _params(confidence)
-    array_a, kept_a = _finite_rows(values_a, clusters_a)
-    array_b, kept_b = _finite_rows(values_b, clusters_b)
-    shared = set(kept_a) & set(kept_b)
+    return paired_cluster_difference_from_sums(
+        *cluster_sums(values_a, clusters_a), *cluster_sums(values_b, clusters_b),
+        confidence=confidence)
+
+
+def cluster_sums(values: Sequence[float], clusters: Sequence[Hashable]
+                 ) -> tuple[list, np.ndarray, np.ndarray]:
+    """(distinct clusters, per-cluster sum, per-cluster count) of the finite unit values."""
+    array, kept = _finite_rows(values, clusters)
+    if not kept:
+        return [], np.zeros(0), np.zeros(0)
+    _, distinct = encode_labels(kept)
+    sums, counts = _tables([(array, kept)], distinct)
+    return distinct, sums[0], counts[0]
+
+
+def shared_cluster_sums(
+    clusters_a: Sequence[Hashable],
+    sums_a: Sequence[float],
+    counts_a: Sequence[float],
+    clusters_b: Sequence[Hashable],
+    sums_b: Sequence[float],
+    counts_b: Sequence[float],
+) -> tuple[list, np.ndarray, np.ndarray, dict]:
+    """The dialogues both systems have values on (sorted), their (2, k) sums and counts (A's
+    row, then B's), and the counts `n` of a paired difference. Each system's CLUSTERS must be
+    distinct; clusters with a count of 0 are ignored."""
+    sides = []
+    for clusters, sums, counts in ((clusters_a, sums_a, counts_a), (clusters_b, sums_b, counts_b)):
+        counts = np.asarray(counts, dtype=float)
+        keep = counts > 0
+        labels = np.asarray(clusters) if len(clusters) else np.array([], dtype=str)
+        sides.append((labels[keep], np.asarray(sums, dtype=float)[keep], counts[keep]))
+    (labels_a, s_a, n_a), (labels_b, s_b, n_b) = sides
+    if labels_a.dtype.kind in "US" and labels_b.dtype.kind in "US":
+        shared, ia, ib = np.intersect1d(labels_a, labels_b, assume_unique=True,
+                                        return_indices=True)
+        shared = shared.tolist()
+    else:  # mixed or object labels: the order encode_labels gives
+        position_a = {c: i for i, c in enumerate(labels_a.tolist())}
+        position_b = {c: i for i, c in enumerate(labels_b.tolist())}
+        _, shared = encode_labels(list(position_a.keys() & position_b.keys())) \
+            if position_a.keys() & position_b.keys() else (None, [])
+        ia = np.array([position_a[c] for c in shared], dtype=np.int64)
+        ib = np.array([position_b[c] for c in shared], dtype=np.int64)
     n = {
         "shared_clusters": len(shared),
-        "clusters_only_a": len(set(kept_a) - shared),
-        "clusters_only_b": len(set(kept_b) - shared),
-        "units_a": len(array_a),
-        "units_b": len(array_b),
+        "clusters_only_a": len(labels_a) - len(shared),
+        "clusters_only_b": len(labels_b) - len(shared),
+        "units_a": int(n_a.sum()),
+        "units_b": int(n_b.sum()),
     }
-    if not shared:
+    return shared, np.vstack([s_a[ia], s_b[ib]]), np.vstack([n_a[ia], n_b[ib]]), n
+
+
+def paired_cluster_difference_from_sums(
+    clusters_a: Sequence[Hashable] = (),
+    sums_a: Sequence[float] = (),
+    counts_a: Sequence[float] = (),
+    clusters_b: Sequence[Hashable] = (),
+    sums_b: Sequence[float] = (),
+    counts_b: Sequence[float] = (),
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    shared: tuple | None = None,
+) -> Estimate:
+    """`paired_cluster_difference` from each system's per-dialogue sums and counts of its
+    finite unit values (all it uses: the delete-one-dialogue jackknife needs nothing else), as
+    a run's stored per-dialogue sums hold them. Dialogues with a count of 0 are ignored.
+    SHARED: what `shared_cluster_sums` returned for them, when the caller has it already."""
+    params = _params(confidence)
+    if shared is None:
+        shared = shared_cluster_sums(clusters_a, sums_a, counts_a, clusters_b, sums_b, counts_b)
+    distinct, sums, counts, n = shared
+    if not distinct:
         return Estimate.undefined(
             "the two systems share no dialogue with values",
             method=DIFFERENCE_METHOD,
             n=n,
             params=params,
         )
-    _, distinct = encode_labels(list(shared))
-    rows = []
-    for array, kept in ((array_a, kept_a), (array_b, kept_b)):
-        mask = np.fromiter((c in shared for c in kept), bool, len(kept))
-        rows.append((array[mask], [c for c in kept if c in shared]))
-    sums, counts = _tables(rows, distinct)
     difference, se, _, p_value, df = pairwise_tests(sums, counts, with_df=True)
     means = sums.sum(axis=1) / counts.sum(axis=1)
     value = float(means[0] - means[1])

@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from evaluation.lib.stats.clustered import DEFAULT_CONFIDENCE, paired_cluster_difference
+from evaluation.lib.stats.clustered import (
+    DEFAULT_CONFIDENCE,
+    cluster_sums,
+    paired_cluster_difference_from_sums,
+    shared_cluster_sums,
+)
 from evaluation.lib.stats.results import Estimate, PairedTest, finite_or_none
 
 
@@ -43,9 +48,13 @@ def paired_t_test(
         if finite_or_none(value) is not None
         and finite_or_none(per_dialogue_b.get(dialogue)) is not None
     ]
-    a = np.array([float(per_dialogue_a[d]) for d in shared])
-    b = np.array([float(per_dialogue_b[d]) for d in shared])
-    n = len(shared)
+    return paired_t_test_arrays(np.array([float(per_dialogue_a[d]) for d in shared]),
+                                np.array([float(per_dialogue_b[d]) for d in shared]))
+
+
+def paired_t_test_arrays(a: np.ndarray, b: np.ndarray) -> PairedTest:
+    """`paired_t_test` of per-dialogue means already paired by position (finite values)."""
+    n = len(a)
     means = {
         "mean_a": float(a.mean()) if n else None,
         "mean_b": float(b.mean()) if n else None,
@@ -101,10 +110,30 @@ def compare_systems(
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> SystemComparison:
     """Unit values of two systems (with each unit's dialogue) → jackknife-t CI and t-test."""
-    difference = paired_cluster_difference(
-        values_a, dialogues_a, values_b, dialogues_b, confidence=confidence
-    )
-    t_test = paired_t_test(
-        per_dialogue_means(values_a, dialogues_a), per_dialogue_means(values_b, dialogues_b)
-    )
-    return SystemComparison(system_a, system_b, difference, t_test)
+    return compare_systems_from_sums(
+        system_a, *cluster_sums(values_a, dialogues_a),
+        system_b, *cluster_sums(values_b, dialogues_b), confidence=confidence)
+
+
+def compare_systems_from_sums(
+    system_a: Hashable,
+    dialogues_a: Sequence[Hashable],
+    sums_a: Sequence[float],
+    counts_a: Sequence[float],
+    system_b: Hashable,
+    dialogues_b: Sequence[Hashable],
+    sums_b: Sequence[float],
+    counts_b: Sequence[float],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> SystemComparison:
+    """`compare_systems` from each system's per-dialogue sums and counts of its finite unit
+    values: both the jackknife-t interval and the t-test on per-dialogue means use nothing
+    else, so a page can compare two runs of a million values from their stored sums."""
+    shared = shared_cluster_sums(dialogues_a, sums_a, counts_a, dialogues_b, sums_b, counts_b)
+    difference = paired_cluster_difference_from_sums(shared=shared, confidence=confidence)
+    _, sums, counts, _ = shared
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
+    return SystemComparison(system_a, system_b, difference,
+                            paired_t_test_arrays(means[0], means[1]))

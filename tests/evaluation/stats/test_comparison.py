@@ -52,3 +52,35 @@ def test_compare_systems_combines_paired_bootstrap_and_t_test():
     assert comparison.difference.value == pytest.approx(sum(a) / 5 - sum(b) / 5)
     assert comparison.t_test.n == 4
     assert comparison.to_dict()["system_a"] == "LLM"
+
+
+def test_compare_from_sums_equals_the_per_dialogue_t_test_and_a_hand_jackknife():
+    """From per-dialogue sums and counts (unsorted, a dialogue with no value, dialogues only one
+    system has): the t-test is scipy's on the shared dialogues' means, the difference is that of
+    the unit-weighted means over the shared dialogues, its SE the delete-one-dialogue jackknife."""
+    from evaluation.lib.stats.comparison import compare_systems_from_sums
+
+    a = {"d3": (2.4, 3), "d1": (0.9, 1), "d2": (1.0, 2), "d5": (0.0, 0), "d9": (0.5, 1)}
+    b = {"d2": (0.6, 2), "d1": (0.2, 1), "d3": (1.2, 3), "d7": (0.4, 1)}
+    comparison = compare_systems_from_sums(
+        "A", list(a), [s for s, _ in a.values()], [n for _, n in a.values()],
+        "B", list(b), [s for s, _ in b.values()], [n for _, n in b.values()])
+    shared = ["d1", "d2", "d3"]
+    means_a = [a[d][0] / a[d][1] for d in shared]
+    means_b = [b[d][0] / b[d][1] for d in shared]
+    reference = stats.ttest_rel(means_a, means_b)
+    assert comparison.t_test.n == 3
+    assert comparison.t_test.p_value == pytest.approx(reference.pvalue)
+
+    def difference(kept):
+        return (sum(a[d][0] for d in kept) / sum(a[d][1] for d in kept)
+                - sum(b[d][0] for d in kept) / sum(b[d][1] for d in kept))
+
+    assert comparison.difference.value == pytest.approx(difference(shared))  # 3.3/6 - 2.0/6
+    leave_outs = [difference([d for d in shared if d != out]) for out in shared]
+    mean = sum(leave_outs) / 3
+    se = math.sqrt(2 / 3 * sum((x - mean) ** 2 for x in leave_outs))
+    half = comparison.difference.ci_high - comparison.difference.value
+    assert half == pytest.approx(stats.t.ppf(0.975, comparison.difference.params["df"]) * se)
+    assert comparison.difference.n == {"shared_clusters": 3, "clusters_only_a": 1,
+                                       "clusters_only_b": 1, "units_a": 7, "units_b": 7}
