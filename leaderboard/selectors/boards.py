@@ -21,7 +21,15 @@ from evaluation.models import Job, Run, Simulation
 from leaderboard.lib import rank_tables
 from leaderboard.lib.trust import RULE as TRUST_RULE
 
-from .columns import Column, board_columns, fmt, metric_bounds, metric_rule, metric_summaries
+from .columns import (
+    RULE_METRICS,
+    Column,
+    board_columns,
+    board_summaries,
+    fmt,
+    metric_bounds,
+    metric_rule,
+)
 from .ranks import rank_snapshots
 from .runs import BoardRun, Coverage, coverage_choice, coverage_label
 from .trust import column_trust, trust_record
@@ -54,6 +62,7 @@ class Row:
     non_answers: int = 0  # evaluated turns the system did not answer (metric `non_answer`)
     answer_turns: int = 0  # evaluated turns behind that count
     unranked: str = ""  # why the row has no rank (too many non-answers), or ""
+    system_url: str = ""  # the system's page
 
 
 @dataclass
@@ -106,8 +115,9 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
     coverage, available, choice = coverage_choice(benchmark=benchmark, protocol=protocol,
                                                   user=user, splits=splits)
     shown = choice.for_user(user)
-    summaries = metric_summaries([r.run_id for r in shown])
+    summaries, more = board_summaries(shown, all_columns)
     columns, has_more = board_columns(shown, summaries, all_columns)
+    has_more = has_more if more is None else more
     evaluators = sorted({r.evaluator for r in shown})
     snapshots = rank_snapshots(benchmark=benchmark, protocol=protocol, coverage=coverage,
                                choice=choice, evaluators=evaluators) if shown else {}
@@ -142,25 +152,29 @@ def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
         by_system[run.system_id][run.evaluator] = run
     anchors = [column.anchor for column in columns]
     run_url = reverse("run_detail", args=[0]).replace("/0/", "/{}/")  # one reverse() per page
+    system_url = reverse("leaderboard:system_detail", args=["-"]).replace("/-/", "/{}/")
     rows = []
     for runs in by_system.values():
         links = {ev: run_url.format(r.run_id) for ev, r in runs.items()}
+        of_run = {ev: summaries.get(r.run_id, {}) for ev, r in runs.items()}
         cells = []
         for column, anchor in zip(columns, anchors, strict=True):
-            run = runs.get(column.evaluator)
-            summary = summaries.get(run.run_id, {}).get(column.metric) if run else None
+            summary = of_run.get(column.evaluator, {}).get(column.metric)
             if summary is None:
                 cells.append(Cell(None, "", title="not evaluated"))
                 continue
             _axis, _direction, value, low, high, n, reason = summary
             text = fmt(value)
             ci = f"[{fmt(low)}, {fmt(high)}]" if low is not None else ""
+            rule = (metric_rule(runs[column.evaluator], column.metric, summaries)
+                    if column.metric in RULE_METRICS else None)
             cells.append(Cell(value, text, ci, low, high, n, links[column.evaluator] + anchor,
                               title=reason or f"{column.metric} {text}, 95% CI {ci}, n = {n}",
-                              rule=metric_rule(run, column.metric, summaries)))
+                              rule=rule))
         first = runs[sorted(runs)[0]]
         row = Row(runs.get(SUITE_NAME, first), runs, cells,
                   private=any(not r.public for r in runs.values()))
+        row.system_url = system_url.format(row.run.slug)
         _mark_non_answers(row, summaries)
         rows.append(row)
     return rows
@@ -243,7 +257,7 @@ def leaderboard_scatter(board: Leaderboard, x_key: str = SCATTER_X,
         points.append(charts.ScatterPoint(
             row.run.name, x.value, y.value, (x.ci_low, x.ci_high), (y.ci_low, y.ci_high),
             highlight=row.run.is_baseline,
-            href=reverse("leaderboard:system_detail", args=[row.run.slug])))
+            href=row.system_url))
     if not points:
         return None
     data = charts.scatter(points, x_label=x_col.metric, y_label=y_col.metric,

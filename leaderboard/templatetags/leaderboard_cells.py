@@ -1,5 +1,6 @@
 """The leaderboard's value cells as one filter: a 100 × 30 table has 3,000 of them, and
-rendering each through the template engine costs more than the rest of the page together.
+rendering each through the template engine costs more than the rest of the page together. The
+accuracy-vs-grounding scatter's points likewise (200 systems: 200 marks of 12 numbers each).
 
 Escaping: `title` (it carries metric names and reasons from evaluators) is HTML-escaped here;
 `text` and `ci` are formatted floats and `href` is a reversed URL plus a slugified anchor
@@ -36,3 +37,24 @@ def metric_cells(cells) -> SafeString:
             parts.append(f'<td class="num val"><span class="muted" '
                          f'title="{escape(cell.title)}">—</span></td>')
     return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+
+
+@register.filter
+def scatter_marks(points) -> SafeString:
+    """The scatter's marks (`charts.scatter` points): a link, two whiskers and a circle each,
+    with a label when there are at most 16 points. Label, title and href are escaped; the
+    coordinates are rounded floats."""
+    labelled = len(points) <= 16
+    parts = []
+    for p in points:
+        cx, cy = p["cx"], p["cy"]
+        label = (f'<text class="point-label" x="{p["lx"]}" y="{int(cy) - 7}" '
+                 f'text-anchor="{escape(p["anchor"])}">{escape(p["label"])}</text>'
+                 if labelled else "")
+        parts.append(
+            f'<a href="{escape(p["href"])}" class="mark"><line class="whisker" x1="{p["x1"]}" '
+            f'x2="{p["x2"]}" y1="{cy}" y2="{cy}"/><line class="whisker" x1="{cx}" x2="{cx}" '
+            f'y1="{p["y1"]}" y2="{p["y2"]}"/><circle class="point'
+            f'{" baseline" if p["highlight"] else ""}" cx="{cx}" cy="{cy}" r="5"><title>'
+            f'{escape(p["title"])}</title></circle>{label}</a>')
+    return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped or a number

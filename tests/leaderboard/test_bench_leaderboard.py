@@ -107,3 +107,30 @@ def test_compare_from_sums_equals_compare_from_the_unit_values(board_world, stor
                 math.isnan(ours) and math.isnan(theirs)), row["metric"]
         assert row["significant"] == reference.significant
         assert row["shared_dialogues"] == difference.n["shared_clusters"]
+
+
+@pytest.mark.django_db
+def test_the_default_columns_read_only_their_summaries_and_say_there_are_more(board_world):
+    from django.contrib.auth.models import AnonymousUser
+
+    from evaluation.lib.metrics.suite import HEADLINE_METRICS
+    from leaderboard.selectors.boards import leaderboard
+
+    benchmark = board_world["runs"]["echo"][0].benchmark
+    default = leaderboard(benchmark=benchmark, protocol="turn", user=AnonymousUser())
+    full = leaderboard(benchmark=benchmark, protocol="turn", user=AnonymousUser(),
+                       all_columns=True)
+    assert default.has_more_columns and not full.has_more_columns
+    assert [c.key for c in default.columns] == [c.key for c in full.columns
+                                                if c.metric in HEADLINE_METRICS]
+    index = {c.key: i for i, c in enumerate(full.columns)}
+    by_system = {row.run.slug: row for row in full.rows}
+    assert len(default.rows) == len(full.rows) >= 2
+    for row in default.rows:
+        other = by_system[row.run.slug]
+        assert (row.non_answers, row.answer_turns) == (other.non_answers, other.answer_turns)
+        for column, cell in zip(default.columns, row.cells, strict=True):
+            twin = other.cells[index[column.key]]
+            assert (cell.text, cell.ci, cell.rank, cell.rule) == (twin.text, twin.ci, twin.rank,
+                                                                  twin.rule)
+    assert any(cell.rule for row in default.rows for cell in row.cells)  # T2R's no-hit rule
