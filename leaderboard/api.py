@@ -253,7 +253,7 @@ class SubmissionPublish(APIView):
                               409: OpenApiResponse(description="no successful run yet")})
     def post(self, request, uuid):
         submission = get_submission_for_user(request.user, uuid, write=True)
-        body = PublishSerializer(data=request.data)
+        body = PublishSerializer(data=request.data, context={"request": request})
         body.is_valid(raise_exception=True)
         try:
             submission_set_public(submission=submission, user=request.user,

@@ -144,9 +144,21 @@ class SubmissionUploadSerializer(serializers.Serializer):
 
 
 class RequiredBooleanField(serializers.BooleanField):
+    """A boolean as the schema says: JSON true or false; in form data the text "true" or
+    "false". DRF would also take 1, "yes", "on", … and an unknown value can publish."""
+
     # DRF reads a missing checkbox in form data as False; here a missing field is an error,
     # so an empty POST can never withdraw a submission by accident.
     default_empty_html = serializers.empty
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        request = self.context.get("request")
+        form = request is not None and request.content_type != "application/json"
+        if form and isinstance(data, str) and data.lower() in ("true", "false"):
+            return data.lower() == "true"
+        self.fail("invalid")
 
 
 class PublishSerializer(serializers.Serializer):

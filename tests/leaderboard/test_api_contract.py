@@ -156,3 +156,18 @@ def test_system_fields_accept_what_the_schema_allows(client, researcher):
         "paper_url": "https://arxiv.org/abs/2401.01234v2?context=cs.IR#sec-3"},
         content_type="application/json")
     assert response.status_code == 201, response.content
+
+
+def test_publishing_takes_a_boolean_as_the_schema_says(client, researcher, board_world):
+    client.force_login(researcher)
+    submission, _run = board_world["runs"]["draft"]
+    url = reverse("leaderboard:api_submission_publish", args=[submission.uuid])
+    for body in ({"public": 1}, {"public": "true"}, {"public": "yes"}, {"public": None}, {}):
+        response = client.post(url, body, content_type="application/json")
+        assert response.status_code == 400 and "public" in response.json(), body
+    submission.refresh_from_db()
+    assert not submission.is_public
+    assert client.post(url, {"public": "maybe"}).status_code == 400  # form data
+    assert client.post(url, {"public": "true"}).json()["is_public"] is True
+    assert client.post(url, {"public": False}, content_type="application/json").json()[
+        "is_public"] is False

@@ -1,9 +1,9 @@
 """The API keeps its own contract (issue 18, point 9): schemathesis, every check (`--checks
 all`), against /api/schema/ on a live server with real data in PostgreSQL (a benchmark with
-public and private submissions, a baseline, an arena), once anonymous and once with a
-researcher's token. Any server error, undocumented status or content type, answer that does not
-match its schema, accepted invalid input or ignored credentials fails the test, with
-schemathesis's report (and a curl line per failure) as the message.
+public and private submissions, a baseline, an arena, a finished simulation), once anonymous
+and once with a researcher's token. Any server error, undocumented status or content type,
+answer that does not match its schema, accepted invalid input or ignored credentials fails the
+test, with schemathesis's report (and a curl line per failure) as the message.
 
 Bounded: a fixed seed and few examples per operation, so a run takes well under a minute.
 """
@@ -20,7 +20,10 @@ from django.core.management import call_command
 
 from tests.conftest import PASSWORD
 from tests.evaluation.formats.test_public_crs_arena_dial import _conversation
+from tests.evaluation.simulation_fixtures import run_all, simulation_bundle
 from tests.leaderboard.test_arena_ratings import CLOSED, OPEN, _write
+from tests.support.bundles import write_tiny
+from tests.support.live_server import live_server as crs_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -58,7 +61,9 @@ def _config(world, *, anonymous: bool) -> str:
             ("/api/systems/{slug}/", "slug", world["system"]),
             ("/api/submissions/{uuid}/", "uuid", world["submission"]),
             ("/api/runs/{run_id}/", "run_id", world["run"]),
-            ("/api/arenas/{slug}/ratings/", "slug", world["arena"])):
+            ("/api/arenas/{slug}/ratings/", "slug", world["arena"]),
+            ("/api/simulations/{simulation_id}/", "simulation_id", world["simulation"]),
+            ("/api/simulations/{simulation_id}/cancel/", "simulation_id", world["simulation"])):
         lines += ["[[operations]]", f'include-path = "{path}"',
                   f'parameters = {{ "path.{name}" = {json.dumps(value)} }}', ""]
     return "\n".join(lines)
@@ -67,6 +72,9 @@ def _config(world, *, anonymous: bool) -> str:
 @pytest.fixture
 def world(tiny_benchmark, researcher, board_world, staff, tmp_path):
     from evaluation.models import Arena
+    from evaluation.services.benchmarks import benchmark_import
+    from evaluation.services.live import live_system_create
+    from evaluation.services.simulations import simulation_create
 
     folder = tmp_path / "arena"
     folder.mkdir()
@@ -75,9 +83,19 @@ def world(tiny_benchmark, researcher, board_world, staff, tmp_path):
     _write(folder / "votes_open.csv", OPEN)
     _write(folder / "votes_closed.csv", CLOSED)
     call_command("import_public", "crs_arena_dial", str(folder), stdout=io.StringIO())
+    # A finished simulation of the researcher's live system (with its metrics).
+    data = simulation_bundle()
+    data["benchmark"].update(slug="tiny-sim", name="Tiny Simulated")
+    benchmark = benchmark_import(path=write_tiny(tmp_path / "sim", data))
+    with crs_server(lambda body: {"response": "Harbor Grill.", "ranked_item_ids": ["r1"]}) as crs:
+        live = live_system_create(name="Live", owner=researcher, endpoint=crs.url)
+        simulation = run_all(simulation_create(
+            benchmark=benchmark, system=live, simulator="template", users=3, turns=2,
+            batch_size=1, user=researcher, enqueue=False))
+    assert simulation.job.status == "succeeded" and simulation.report
     submission, run = board_world["runs"]["echo"]
     return {"system": board_world["echo"].slug, "submission": str(submission.uuid), "run": run.pk,
-            "arena": Arena.objects.get().slug}
+            "arena": Arena.objects.get().slug, "simulation": simulation.pk}
 
 
 def _schemathesis(live_server, config, output, *headers) -> subprocess.Popen:
