@@ -18,6 +18,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import generics, permissions, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
@@ -65,6 +66,7 @@ from .access import (
     submissions_for_user,
 )
 from .access import systems_for_user as visible_systems
+from .schema import GENERATION_LOCK
 from .selectors.arenas import arena_board, arena_board_payload
 from .selectors.boards import board_protocols, leaderboard
 from .selectors.runs import UnknownCoverage
@@ -520,8 +522,15 @@ class TokenObtain(ObtainAuthToken):
         return response
 
 
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI schema, one generation at a time (leaderboard.schema.GENERATION_LOCK)."""
+
+    def _get_schema_response(self, request):
+        with GENERATION_LOCK:
+            return super()._get_schema_response(request)
+
+
 @csrf_exempt  # it changes nothing: a POST gets the same JSON 404, not an HTML CSRF 403
 def api_not_found(request, *args, **kwargs):
     """Any /api/ path that matches no route: a JSON 404, like the API's own."""
-
     return JsonResponse({"detail": "No such API endpoint; see /api/docs/."}, status=404)

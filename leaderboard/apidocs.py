@@ -43,7 +43,10 @@ def api_endpoints() -> list[dict]:
     """Every operation of the schema: path, method, summary, parameters, body, responses."""
     from drf_spectacular.generators import SchemaGenerator
 
-    schema = SchemaGenerator().get_schema(request=None, public=True)
+    from .schema import GENERATION_LOCK
+
+    with GENERATION_LOCK:
+        schema = SchemaGenerator().get_schema(request=None, public=True)
     components = schema.get("components", {}).get("schemas", {})
     endpoints = []
     for path, operations in schema.get("paths", {}).items():

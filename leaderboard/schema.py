@@ -18,6 +18,8 @@ a write must match (text fields, web addresses) bind what the API accepts, not w
 from elsewhere (the pages' forms, imports), so an answer's text fields are plain strings.
 """
 
+import threading
+
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import permissions
@@ -31,6 +33,11 @@ from .serializers import (
 )
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+# drf-spectacular resolves its extensions' classes on first use, not thread-safely: two first
+# schema requests at once in a threaded server (runserver, gunicorn --threads) answered 500.
+# One schema generation at a time per process (/api/schema/ and the /api/docs/ page).
+GENERATION_LOCK = threading.Lock()
 
 
 class ContractSchema(AutoSchema):

@@ -1,5 +1,4 @@
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView
 
 from . import api, views, views_arena, views_auto_evaluators, views_evaluators
 
@@ -79,7 +78,7 @@ urlpatterns = [
     path("api/arenas/", api.ArenaList.as_view(), name="api_arenas"),
     path("api/arenas/<slug:slug>/ratings/", api.ArenaRatings.as_view(), name="api_arena_ratings"),
     path("api/token/", api.TokenObtain.as_view(), name="api_token_obtain"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/schema/", api.SchemaView.as_view(), name="api_schema"),
     path("api/docs/", views.api_docs, name="api_docs"),
     re_path(r"^api/", api.api_not_found, name="api_not_found"),  # last: JSON, not HTML, 404s
 ]
