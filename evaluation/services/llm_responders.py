@@ -12,6 +12,7 @@ popularity): it is stored as an explicit non-answer, an empty ranking with the t
 """
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,11 +61,13 @@ class LLMBaselineReport:
 def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
                                    splits: list[str] | None = None, user=None,
                                    max_retries: int = 2, limit: int | None = None,
+                                   dialogues: Sequence[str] = (),
                                    progress: Progress = no_progress) -> LLMBaselineReport:
     """Answer BENCHMARK's turns with LLM baseline NAME and store the validated submission.
 
-    With LIMIT (a cheap trial) only the first LIMIT turns are answered and nothing is stored:
-    the report carries their answers (`lines`) and usage, and no submission."""
+    A cheap trial answers only the first LIMIT turns, or the turns of DIALOGUES (or the first
+    LIMIT of those), and stores nothing: the report carries their answers (`lines`) and usage,
+    and no submission."""
     if limit is not None and limit < 1:
         raise ValueError("--limit must be at least 1")
     baseline = LLM_BASELINES[name]
@@ -74,6 +77,14 @@ def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
                              splits=splits)
     gateway, config, usage = llm_gateway(), model_config(model), RunUsage()
     config.resolved_api_key()  # a missing key fails here, before any call
+    if dialogues:
+        unknown = sorted(set(dialogues) - {turn.dialogue_id for turn in contexts})
+        if unknown:
+            raise ValueError(f"no turn to answer in dialogue{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(unknown)} (not in the benchmark"
+                             f"{' or not in the chosen splits' if splits else ''})")
+        contexts = [turn for turn in contexts if turn.dialogue_id in set(dialogues)]
+    trial = limit is not None or bool(dialogues)
     if limit is not None:
         contexts = contexts[:limit]
 
@@ -101,7 +112,7 @@ def llm_baseline_submission_create(*, benchmark, name: str, model: dict,
                                           "metadata": {"no_answer": True}})
         progress(f"{baseline.key} answers", min(start + TURNS_PER_CHUNK, len(contexts)),
                  len(contexts))
-    if limit is not None:
+    if trial:
         return LLMBaselineReport(None, len(lines), failures,
                                  usage.summary(model=config.model, units=len(lines)), lines)
     system = system_get_or_create_baseline(

@@ -110,8 +110,37 @@ def test_limit_answers_only_the_first_turns_and_stores_nothing(llm_server, llm_s
     assert text.count("#") == 2 and "d1#1: Try " in text
     assert "2 calls answered: 2 by the model, 0 from the cache" in text
     assert not Submission.objects.exists()
-    with pytest.raises(CommandError, match="--limit is for LLM baselines"):
+    with pytest.raises(CommandError, match="--limit and --dialogues are for LLM baselines"):
         call_command("run_baseline", "popularity", benchmark=tiny_benchmark.slug, limit=2)
     with pytest.raises(CommandError, match="at least 1"):
         call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug, limit=0,
                      model="openai/scripted-llm", api_base=server.api_base)
+
+
+def test_dialogues_answers_only_their_turns_and_stores_nothing(llm_server, llm_settings,
+                                                              tiny_benchmark):
+    def answer(request):
+        ids = candidate_ids(request.prompt_text)
+        return json.dumps({"ranked_item_ids": ids[:2], "response": f"Try {ids[0]}."})
+
+    server = llm_server(answer)
+    out = io.StringIO()
+    call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug,
+                 dialogues=["d1,d2"], model="openai/scripted-llm", api_base=server.api_base,
+                 no_progress=True, stdout=out)
+    text = out.getvalue()
+    assert server.request_count == 3  # d1#1, d1#3 and d2#1; not d3#1
+    assert "A trial of 3 turns: nothing stored or evaluated." in text
+    assert "d1#3: Try " in text and "d2#1: Try " in text and "d3#" not in text
+    assert not Submission.objects.exists()
+    out = io.StringIO()
+    call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug,
+                 dialogues=["d1"], limit=1, model="openai/scripted-llm",
+                 api_base=server.api_base, no_progress=True, stdout=out)
+    assert "A trial of 1 turns" in out.getvalue() and "d1#1: Try " in out.getvalue()
+    with pytest.raises(CommandError, match="no turn to answer in dialogue nope"):
+        call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug,
+                     dialogues=["nope"], model="openai/scripted-llm", api_base=server.api_base)
+    with pytest.raises(CommandError, match="--limit and --dialogues are for LLM baselines"):
+        call_command("run_baseline", "popularity", benchmark=tiny_benchmark.slug,
+                     dialogues=["d1"])

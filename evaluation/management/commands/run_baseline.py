@@ -48,6 +48,10 @@ class Command(BaseCommand):
                             help="LLM baselines: a cheap trial that answers only the first N "
                                  "turns and prints them with the usage; nothing is stored or "
                                  "evaluated")
+        parser.add_argument("--dialogues", action="append", default=[], metavar="ID",
+                            help="LLM baselines: a cheap trial that answers only the turns of "
+                                 "these dialogues (repeatable, or comma-separated); nothing is "
+                                 "stored or evaluated")
 
     def handle(self, name, benchmark, splits, no_text, no_nli, as_json, no_progress, **options):
         found = Benchmark.objects.filter(slug=benchmark).first()
@@ -56,9 +60,12 @@ class Command(BaseCommand):
         suite = {"text_metrics": False} if no_text else {}
         if options["limit"] is not None and options["limit"] < 1:
             raise CommandError("--limit must be at least 1")
-        if (options["limit"] is not None
+        options["dialogues"] = [d for value in options["dialogues"]
+                                for d in value.split(",") if d.strip()]
+        if ((options["limit"] is not None or options["dialogues"])
                 and name.lower().replace("-", "_") not in LLM_BASELINE_NAMES):
-            raise CommandError("--limit is for LLM baselines (" + ", ".join(LLM_BASELINE_NAMES)
+            raise CommandError("--limit and --dialogues are for LLM baselines ("
+                               + ", ".join(LLM_BASELINE_NAMES)
                                + "): the reference rankers cost nothing to run in full")
         if name.lower().replace("-", "_") in LLM_BASELINE_NAMES:
             self._llm_baseline(found, name.lower().replace("-", "_"), splits, suite, no_nli,
@@ -112,10 +119,13 @@ class Command(BaseCommand):
         bars = ProgressBars(sys.stderr, enabled=not no_progress)
         try:
             with format_errors_as_command_error():
-                report = llm_baseline_submission_create(
-                    benchmark=benchmark, name=name, model=model, splits=splits,
-                    max_retries=options["max_retries"], limit=options["limit"],
-                    progress=bars)
+                try:
+                    report = llm_baseline_submission_create(
+                        benchmark=benchmark, name=name, model=model, splits=splits,
+                        max_retries=options["max_retries"], limit=options["limit"],
+                        dialogues=[d.strip() for d in options["dialogues"]], progress=bars)
+                except ValueError as exc:  # a choice the benchmark cannot meet
+                    raise CommandError(str(exc)) from exc
             if report.submission is None:
                 self._trial(report, as_json)
                 return
