@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from evaluation.lib.live.client import MAX_BACKOFF_SECONDS
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, System
+from evaluation.selectors.benchmarks import scenario_rows
 
 SIDES = (BattleTurn.Side.A, BattleTurn.Side.B)
 SIDE_LABELS = {BattleTurn.Side.A: "System A", BattleTurn.Side.B: "System B"}
@@ -103,20 +104,6 @@ def reply_of(turn: BattleTurn, battle: Battle, now=None) -> Reply:
                  error_kind=turn.error_kind, latency_ms=turn.latency_ms if revealed else None)
 
 
-def scenario_lines(scenario: dict) -> list[tuple[str, str]]:
-    """The scenario as (field, value) lines; nested values flattened to text."""
-    lines = []
-    for key, value in scenario.items():
-        if key == "dialogue_id":
-            continue
-        if isinstance(value, list):
-            value = ", ".join(str(v) for v in value)
-        elif isinstance(value, dict):
-            value = "; ".join(f"{k}: {v}" for k, v in value.items())
-        lines.append((str(key).replace("_", " "), str(value)))
-    return lines
-
-
 def battle_view(*, battle: Battle, fresh: bool = False,
                 turns: list[BattleTurn] | None = None) -> BattleView:
     """BATTLE as its page shows it. FRESH: BATTLE was just read in this request (with its
@@ -145,7 +132,8 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     return BattleView(battle=battle, exchanges=views, finished_exchanges=finished,
                       pending=waiting, can_say=is_open and not waiting,
                       can_vote=is_open and not waiting and finished > 0, reveal=reveal,
-                      scenario=scenario_lines(battle.scenario))
+                      scenario=scenario_rows(
+                          {k: v for k, v in battle.scenario.items() if k != "dialogue_id"}))
 
 
 def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, BattleView | None]:

@@ -45,3 +45,20 @@ def test_absent_public_folder_is_said_plainly(settings, tmp_path):
     assert "Public study ab_redial: skipped, no folder" in out.getvalue()
     assert "CONCORD_PUBLIC_DATA_DIR" in out.getvalue()
     assert not Study.objects.exists()
+
+
+def test_the_demo_opens_an_arena_of_the_seven_rankers(tiny_benchmark, client):
+    from evaluation.models import Arena
+    from evaluation.services.live import live_baselines_ensure
+
+    command, out = _command()
+    live = live_baselines_ensure()
+    command._arena(tiny_benchmark, live)
+    command._arena(tiny_benchmark, live)  # idempotent
+    arena = Arena.objects.get()
+    assert sorted(arena.systems.values_list("slug", flat=True)) == [
+        "baseline-aspect", "baseline-dense", "baseline-hybrid-rrf", "baseline-itinerary",
+        "baseline-popularity", "baseline-spatial", "baseline-tfidf"]
+    assert f"Arena: /arena/{tiny_benchmark.slug}/ (blind battles between 7" in out.getvalue()
+    page = client.get(f"/arena/{tiny_benchmark.slug}/").content.decode()
+    assert "No arena is open" not in page

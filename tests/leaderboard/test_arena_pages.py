@@ -164,3 +164,16 @@ def test_the_battle_bench_measures_every_turn_and_leaves_the_arena_without_its_s
     assert arena.battles.count() == 3 and not arena.systems.exists()
     assert BattleTurn.objects.filter(battle__arena=arena, state="ok").exclude(
         side="user").count() == 12
+
+
+def test_the_scenario_reads_as_words_not_python(arena, client):
+    battle = _start(client)
+    Battle.objects.filter(pk=battle.pk).update(scenario={
+        "dialogue_id": "d1", "item_type": "restaurant", "dog_friendly": True,
+        "constraints": [{"kind": "noise", "value": "quiet", "stated_at_turn": 2}]})
+    page = client.get(f"/arena/battles/{battle.uuid}/").content.decode()
+    panel = page.split('id="arena-scenario"')[1].split("</dl>")[0]
+    assert "<dt>item type</dt><dd>restaurant</dd>" in panel
+    assert "<dt>dog friendly</dt><dd>yes</dd>" in panel
+    assert "kind: noise, value: quiet, stated at turn: 2" in panel
+    assert "{" not in panel and "True" not in panel and "dialogue id" not in panel

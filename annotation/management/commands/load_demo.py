@@ -15,7 +15,9 @@ from annotation.imports import public_dataset_import
 from annotation.services.demo import demo_study_create
 from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from evaluation.cli import ProgressBars
+from evaluation.lib.live.inprocess import adapters
 from evaluation.models import Benchmark
+from evaluation.services.arena import arena_open
 from evaluation.services.live import live_baselines_ensure
 from evaluation.services.reference_rankers import baselines_ensure
 from evaluation.services.simulations import demo_simulations_ensure
@@ -97,6 +99,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Live systems for user simulation: {len(live)} in-process baselines "
                           "(e.g. manage.py simulate --benchmark demo-tourism --system "
                           "baseline-tfidf --simulator template --users 10 --turns 5)")
+        self._arena(benchmark, live)
         # A few template-simulator runs, so the simulated-template leaderboard (and its PC_t
         # chart) is not empty on first start; few users, so load_demo stays quick.
         for system, simulation, created in demo_simulations_ensure(
@@ -110,6 +113,16 @@ class Command(BaseCommand):
                               if pc is not None else
                               f"Template simulation of {system.slug}: failed "
                               f"({simulation.job.error})")
+
+    def _arena(self, benchmark, live):
+        """The demo's arena (idempotent): blind battles between the seven in-process rankers
+        (the two LLM baselines need a model)."""
+        needs_llm = {adapter.key for adapter in adapters() if adapter.needs_llm}
+        arena = arena_open(benchmark=benchmark,
+                           systems=[s for s in live if s.live_adapter not in needs_llm])
+        self.stdout.write(f"Arena: /arena/{benchmark.slug}/ (blind battles between "
+                          f"{arena.systems.count()} in-process baselines; ratings at "
+                          f"/arenas/{arena.slug}/ratings/)")
 
     def _public_study(self):
         """AB-ReDial's human labels, read from the public data folder beside the clone (never
