@@ -44,11 +44,15 @@ class OversizedUploadMiddleware:
         except ValueError:
             declared = 0
         if declared > settings.MAX_UPLOAD_BYTES + UPLOAD_OVERHEAD_BYTES:
-            return _failure(
+            response = _failure(
                 request, status=413, template="upload_too_large", title="File too large",
                 message=f"The upload is {_megabytes(declared)}; the limit is "
                         f"{_megabytes(settings.MAX_UPLOAD_BYTES)} per file. It was refused "
                         "before it was read, and nothing was stored.")
+            # answered above CommonMiddleware, which would set it: a client still sending its
+            # body knows where the answer ends
+            response["Content-Length"] = str(len(response.content))
+            return response
         return self.get_response(request)
 
 

@@ -81,7 +81,7 @@ class Command(BaseCommand):
         (in this process; skipped for baselines that already have a finished run)."""
         benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
         self.stdout.write("Reference baselines: answering the demo and evaluating each one "
-                          "(about two minutes of CPU time; longer on a busy machine) …")
+                          "(about a minute on an idle machine; longer on a busy one) …")
         # tqdm bars on a terminal (it needs the raw stream), plain lines in a log
         bars = ProgressBars(sys.stdout if self.stdout.isatty() else self.stdout)
         for name, run, created in baselines_ensure(benchmark=benchmark, progress=bars):
