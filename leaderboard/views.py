@@ -69,8 +69,10 @@ from .selectors.compare import systems_compare
 from .selectors.drilldown import dialogue_drilldown, latest_succeeded_run
 from .selectors.runs import (
     UnknownCoverage,
+    chosen_coverage,
     coverage_choice,
     coverage_label,
+    coverages,
     visible_runs_by_coverage,
 )
 from .selectors.systems import (
@@ -477,25 +479,23 @@ def compare(request):
     benchmark = get_benchmark_for_user(request.user, slug)
     # Both runs are of one split set (as on the leaderboard): SPLITS, or else the first split
     # set, in the leaderboard's order, on which both chosen systems have a run.
+    visible = visible_runs_by_coverage(benchmark=benchmark, protocol="turn", user=request.user)
+    available = coverages([run for runs in visible.values() for run in runs])
+    suite_runs = {key: [r for r in runs if r.evaluator == SUITE_NAME]
+                  for key, runs in visible.items()}
     splits = request.GET.get("splits", "")
     try:
-        coverage, available, _ = coverage_choice(benchmark=benchmark, protocol="turn",
-                                                 user=request.user, splits=splits)
+        coverage = chosen_coverage(available, splits)
     except UnknownCoverage as exc:
         context["problem"] = f"Unknown split set: {exc}."
         splits = ""
-        coverage, available, _ = coverage_choice(benchmark=benchmark, protocol="turn",
-                                                 user=request.user)
-    suite_runs = {key: [r for r in runs if r.evaluator == SUITE_NAME] for key, runs
-                  in visible_runs_by_coverage(benchmark=benchmark, protocol="turn",
-                                              user=request.user).items()}
+        coverage = chosen_coverage(available, splits)
     systems = []
     if context["a"] and context["b"]:
         systems = [get_system_for_user(request.user, context[k]) for k in ("a", "b")]
         if not splits:
-            coverage = next((key for key, runs in suite_runs.items()
-                             if {s.pk for s in systems} <= {r.system_id for r in runs}),
-                            coverage)
+            coverage = next((c.key for c in available if {s.pk for s in systems}
+                             <= {r.system_id for r in suite_runs.get(c.key, [])}), coverage)
     runs = suite_runs.get(coverage, [])
     context.update(benchmark=benchmark, choices=sorted(runs, key=lambda r: r.name.lower()),
                    coverages=available, coverage=coverage,

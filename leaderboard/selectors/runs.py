@@ -175,14 +175,21 @@ def coverage_choice(*, benchmark, protocol: str, user, splits: str = "",
     # a system may have runs of several coverages: it counts in each one's ranking
     available = coverages([run for group in by_coverage.values()
                            for run in RunChoice.of(group).for_user(user)])
+    coverage = chosen_coverage(available, splits)
+    return coverage, available, RunChoice.of(by_coverage.get(coverage, []))
+
+
+def chosen_coverage(available: list[Coverage], splits: str) -> str:
+    """The key of the split set SPLITS names among AVAILABLE ('' = the default); raises
+    UnknownCoverage for one with no run."""
     coverage = coverage_from_param(splits)
     if not splits.strip():
-        coverage = default_coverage(available)
-    elif coverage not in {c.key for c in available}:
+        return default_coverage(available)
+    if coverage not in {c.key for c in available}:
         raise UnknownCoverage(
             f"no run on this leaderboard was evaluated on the splits {coverage_label(coverage)}"
             f"; choose one of: {', '.join(c.param for c in available) or 'none yet'}")
-    return coverage, available, RunChoice.of(by_coverage.get(coverage, []))
+    return coverage
 
 
 def _runs_by_coverage(*, benchmark, protocol: str, system=None) -> dict[str, list[BoardRun]]:
