@@ -507,9 +507,10 @@ class RunChunk(models.Model):
     """A slice of a Trace run's dialogues, scored by one Celery task (docs/operations.md,
     "Runs over several workers").
 
-    The run's first task plans the chunks; each chunk task upserts its unit values and sets
-    `finished_at`; the task that finds every chunk finished queues the run's final task
-    (summaries, CIs, ranks). The run's progress bar counts finished chunks.
+    The run's first task plans the chunks; each chunk task upserts its unit values, stores them
+    reduced per metric and dialogue (`cluster_sums`) and sets `finished_at`; the task that finds
+    every chunk finished queues the run's final task (summaries and CIs from the chunks'
+    reductions, ranks). The run's progress bar counts finished chunks.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="chunks")
@@ -521,6 +522,10 @@ class RunChunk(models.Model):
     values = models.PositiveIntegerField(default=0, help_text="unit values stored")
     missing_turns = models.PositiveIntegerField(default=0)
     unavailable = models.JSONField(default=dict, blank=True)
+    cluster_sums = models.JSONField(
+        null=True, blank=True,
+        help_text="its values reduced per metric and dialogue (evaluation.lib.stats."
+                  "cluster_sums); null for chunks finished before it was stored")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -2,7 +2,8 @@
 
 A chunk task reads only its own dialogues (bundle-form records, gold included), the catalogue's
 items and the reviews its submitted turns cite, with one flat query per table: never the whole
-benchmark. The final task reads the run's unit values reduced per metric and dialogue.
+benchmark. The final task reads the run's values reduced per metric and dialogue (the chunks
+store them so).
 """
 
 import io
@@ -12,6 +13,7 @@ from collections import defaultdict
 from django.db.models import Count, F, Sum
 
 from evaluation.lib.formats.submission import iter_turn_records
+from evaluation.lib.stats.cluster_sums import ClusterSums, merge_cluster_sums
 from evaluation.models import (
     EVALUATED_ACTIONS,
     ITEM_FIELDS,
@@ -20,6 +22,7 @@ from evaluation.models import (
     DialogueItem,
     Item,
     Review,
+    RunChunk,
     Turn,
     TurnItem,
     UnitScore,
@@ -98,9 +101,17 @@ def dialogue_records(*, dialogue_pks: list[int]) -> list[dict]:
     return records
 
 
-def run_cluster_sums(*, run) -> dict[str, tuple[list[str], list[float], list[int], float]]:
+def run_cluster_sums(*, run) -> ClusterSums:
     """Per metric: dialogue ids, the sum and count of the run's values on each, and the sum of
-    the squares of all its values (one grouped query; the database does the reduction)."""
+    the squares of all its values.
+
+    A run scored in chunks has them stored on its chunks (each reduced its own values): they
+    are merged. Otherwise (a run of an LLM evaluator, or chunks stored before they carried
+    their sums) the database reduces the unit values in one grouped query.
+    """
+    merged = chunked_runs_cluster_sums(run_ids=[run.pk])
+    if run.pk in merged:
+        return merged[run.pk]
     rows = (UnitScore.objects.filter(run=run).exclude(value=None)
             .values_list("metric", "dialogue_id")
             .annotate(total=Sum("value"), n=Count("value"), squares=Sum(F("value") * F("value")))
@@ -113,6 +124,17 @@ def run_cluster_sums(*, run) -> dict[str, tuple[list[str], list[float], list[int
         counts.append(n)
         square_sum[0] += squares
     return {metric: (c, t, n, q[0]) for metric, (c, t, n, q) in sums.items()}
+
+
+def chunked_runs_cluster_sums(*, run_ids) -> dict[int, ClusterSums]:
+    """`run_cluster_sums` of those of RUN_IDS whose every chunk stored its reduction (one
+    query); the other runs are left out."""
+    parts: dict[int, list] = defaultdict(list)
+    for run_id, part in RunChunk.objects.filter(run_id__in=run_ids).values_list(
+            "run_id", "cluster_sums"):
+        parts[run_id].append(part)
+    return {run_id: merge_cluster_sums(stored) for run_id, stored in parts.items()
+            if all(part is not None for part in stored)}
 
 
 def chunk_dialogue_records(*, run, dialogue) -> list[dict] | None:

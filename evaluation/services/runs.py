@@ -3,6 +3,7 @@
 import io
 import json
 import logging
+import math
 from collections import defaultdict
 
 from django.conf import settings
@@ -28,6 +29,7 @@ from evaluation.lib.metrics.suite import (
 from evaluation.lib.metrics.types import Unavailable
 from evaluation.lib.progress import Progress
 from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
+from evaluation.lib.stats.cluster_sums import ClusterSums, cluster_sums
 from evaluation.models import Benchmark, Job, Run, RunChunk, Split, Submission
 from evaluation.selectors.benchmarks import scored_splits, submission_splits
 from evaluation.selectors.run_chunks import (
@@ -197,7 +199,7 @@ def run_plan(*, run: Run) -> list[RunChunk]:
     """The run's chunks, planned once: dialogues of its splits in bundle order, cut every
     `RUN_CHUNK_TURNS` answered turns, each with the byte ranges of its submission lines, so a
     chunk task reads only its own part of the file (never the whole bundle or submission)."""
-    existing = list(run.chunks.order_by("index"))
+    existing = list(run.chunks.defer("cluster_sums").order_by("index"))
     if existing:
         return existing
     dialogues = run_dialogues(benchmark=run.submission.benchmark, splits=run.config["splits"])
@@ -217,7 +219,7 @@ def run_plan(*, run: Run) -> list[RunChunk]:
                                            for r in lines.get(external_id, ())))
             for index, (members, turns) in enumerate(chunks)]
     RunChunk.objects.bulk_create(rows, ignore_conflicts=True)  # a concurrent planner: same rows
-    return list(run.chunks.order_by("index"))
+    return list(run.chunks.defer("cluster_sums").order_by("index"))
 
 
 def _line_ranges_by_dialogue(submission) -> dict[str, list[tuple[int, int]]]:
@@ -268,7 +270,9 @@ def run_chunk_process(*, run_id: int, index: int, progress: Progress | None = No
             unit_scores_upsert(run, result.values)
             RunChunk.objects.filter(pk=chunk.pk, finished_at=None).update(
                 finished_at=timezone.now(), values=len(result.values),
-                missing_turns=len(result.missing_turns), unavailable=dict(result.unavailable))
+                missing_turns=len(result.missing_turns), unavailable=dict(result.unavailable),
+                cluster_sums=_storable(cluster_sums(
+                    (v.metric, v.dialogue_id, v.value) for v in result.values)))
     with transaction.atomic():
         # The job's row lock orders the chunks' last steps: the one that sees every chunk
         # finished is the last, whatever worker or machine ran the others.
@@ -294,6 +298,14 @@ def _score_chunk(run: Run, chunk: RunChunk):
     reviews = review_infos(review_records(benchmark=benchmark, external_ids=cited))
     return evaluate_submission(dialogues, items, reviews, submitted, config,
                                _nli_scorer(run.config.get("nli", {})))
+
+
+def _storable(sums: ClusterSums) -> ClusterSums | None:
+    """SUMS, or None when a value is not finite (JSON has no NaN; the final task then reduces
+    the stored unit values instead)."""
+    finite = all(math.isfinite(x) for _, totals, _, square_sum in sums.values()
+                 for x in (*totals, square_sum))
+    return sums if finite else None
 
 
 def _chunk_turns(submission, line_ranges) -> list:
@@ -325,7 +337,7 @@ def run_finalize(*, run_id: int, progress: Progress | None = None) -> None:
         try:
             with transaction.atomic():
                 stopped = job_stopped(run.job_id, lock=True)
-                chunks = list(run.chunks.all())
+                chunks = list(run.chunks.defer("cluster_sums"))
                 if stopped or any(chunk.finished_at is None for chunk in chunks):
                     return
                 unavailable: dict[str, str] = {}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from django.db.models import Count, Sum
 
 from evaluation.models import MetricSummary, Run, UnitScore
+from evaluation.selectors.run_chunks import chunked_runs_cluster_sums
 from leaderboard.lib import rank_tables
 
 from ..models import RankSnapshot, RunClusterStats
@@ -50,11 +51,20 @@ def rank_inputs(run_ids: Sequence[int]) -> tuple[dict[str, str], dict]:
     return directions, (config or {}).get("bootstrap", {})
 
 
-def cluster_rows(run_ids: Sequence[int]):
-    """(run id, metric, dialogue id, sum, count) of the runs' unit values: one grouped query."""
-    return (UnitScore.objects.filter(run_id__in=run_ids).exclude(value=None)
-            .values_list("run_id", "metric", "dialogue_id")
-            .annotate(total=Sum("value"), n=Count("value")).order_by())
+def cluster_rows(run_ids: Sequence[int]) -> list[tuple]:
+    """(run id, metric, dialogue id, sum, count) of the runs' unit values: from the chunks'
+    stored reductions for runs scored in chunks, one grouped query for the others."""
+    chunked = chunked_runs_cluster_sums(run_ids=run_ids)
+    rows = [(run_id, metric, dialogue_id, total, n)
+            for run_id, sums in chunked.items()
+            for metric, (clusters, totals, counts, _) in sums.items()
+            for dialogue_id, total, n in zip(clusters, totals, counts, strict=True)]
+    others = [run_id for run_id in run_ids if run_id not in chunked]
+    if others:
+        rows += (UnitScore.objects.filter(run_id__in=others).exclude(value=None)
+                 .values_list("run_id", "metric", "dialogue_id")
+                 .annotate(total=Sum("value"), n=Count("value")).order_by())
+    return rows
 
 
 def cluster_tables_read(*, run_ids: Sequence[int]) -> dict[int, rank_tables.ClusterTable]:

@@ -261,3 +261,47 @@ def test_a_run_in_many_chunks_stores_what_a_run_in_one_chunk_stores(submission, 
     # Each chunk read only its own lines of the file.
     ranges = [chunk.line_ranges for chunk in chunked.chunks.order_by("index")]
     assert all(len(r) == 1 for r in ranges) and ranges[0][0][1] <= ranges[1][0][0]
+
+
+def _grouped(run):
+    """The database's own reduction of the run's stored unit values."""
+    from django.db.models import Count, F, Sum
+    rows = (UnitScore.objects.filter(run=run).exclude(value=None)
+            .values_list("metric", "dialogue_id")
+            .annotate(total=Sum("value"), n=Count("value"), squares=Sum(F("value") * F("value")))
+            .order_by())
+    return {(metric, dialogue): (total, n, squares) for metric, dialogue, total, n, squares in rows}
+
+
+def test_the_chunks_reductions_are_the_databases_reduction_of_the_stored_values(
+        submission, settings):
+    from evaluation.selectors.run_chunks import run_cluster_sums
+    settings.RUN_CHUNK_TURNS = 1  # one chunk per dialogue
+    run = evaluated(submission)
+    assert all(part is not None for part in run.chunks.values_list("cluster_sums", flat=True))
+    merged = run_cluster_sums(run=run)
+    grouped = _grouped(run)
+    assert {(m, d) for m, (clusters, *_) in merged.items() for d in clusters} == set(grouped)
+    for metric, (clusters, totals, counts, squares) in merged.items():
+        for dialogue, total, n in zip(clusters, totals, counts, strict=True):
+            assert (total, n) == pytest.approx(grouped[metric, dialogue][:2], rel=1e-12)
+        assert squares == pytest.approx(
+            sum(v[2] for (m, _), v in grouped.items() if m == metric), rel=1e-12)
+
+
+def test_chunks_without_stored_reductions_give_the_same_summaries(submission, settings):
+    """Chunks finished before they stored their reductions: the final task reduces the unit
+    values in the database instead, to the same summaries."""
+    settings.RUN_CHUNK_TURNS = 1
+    run = evaluated(submission)
+    fields = ("metric", "n", "value", "ci_low", "ci_high", "std")
+    before = sorted(run.summaries.values_list(*fields))
+    run.chunks.update(cluster_sums=None)
+    run.summaries.all().delete()
+    Job.objects.filter(pk=run.job_id).update(status=Job.Status.RUNNING, finished_at=None)
+    run_finalize(run_id=run.pk)
+    after = sorted(run.summaries.values_list(*fields))
+    assert [row[:2] for row in after] == [row[:2] for row in before] and len(after) > 50
+    for old, new in zip(before, after, strict=True):
+        assert [0.0 if x is None else x for x in new[2:]] == pytest.approx(
+            [0.0 if x is None else x for x in old[2:]], rel=1e-9, abs=1e-12), old[0]

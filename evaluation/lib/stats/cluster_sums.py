@@ -1,8 +1,10 @@
 """The cluster interval of a mean from per-dialogue sums, as a run spread over workers stores it.
 
 A run scored in chunks (docs/operations.md, "Runs over several workers") never holds all its
-unit values in one process: its final task reads, per metric and dialogue, the sum of the
-values, their count and the sum of their squares (one grouped query). That is everything
+unit values in one process: each chunk task reduces its own values, per metric and dialogue, to
+the sum of the values, their count and the sum of their squares (`cluster_sums`), and the final
+task merges the chunks' reductions (`merge_cluster_sums`; a chunk holds whole dialogues). That
+is everything
 :func:`~evaluation.lib.stats.clustered.cluster_mean` uses — its jackknife-t interval needs only
 each dialogue's sum and count — so the estimate and the CI are the same as from the unit values
 (tested against it), and the standard deviation follows from the sums of squares.
@@ -11,7 +13,7 @@ each dialogue's sum and count — so the estimate and the CI are the same as fro
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -19,6 +21,47 @@ from evaluation.lib.stats.clustered import DEFAULT_CONFIDENCE, MEAN_METHOD, mean
 from evaluation.lib.stats.results import Estimate
 
 METHOD = MEAN_METHOD
+
+#: Per metric: (dialogue ids, the sum of the values on each, their count, the sum of the
+#: squares of all the metric's values). Lists, so that it is stored as JSON as it is.
+ClusterSums = dict[str, tuple[list[str], list[float], list[int], float]]
+
+
+def cluster_sums(values: Iterable[tuple[str, str, float | None]]) -> ClusterSums:
+    """Reduce (metric, dialogue id, value) triples; a None value (undefined) counts nowhere.
+
+    The same figures as the grouped query `GROUP BY metric, dialogue` over stored unit values.
+    """
+    return merge_cluster_sums(
+        {metric: ([dialogue_id], [value], [1], value * value)}
+        for metric, dialogue_id, value in values if value is not None)
+
+
+def merge_cluster_sums(parts: Iterable[ClusterSums]) -> ClusterSums:
+    """One reduction from several (e.g. a run's chunks); a dialogue in two parts is added up.
+
+    A run's chunks hold disjoint dialogues, so their lists are only concatenated (the final
+    task of a 10,000-dialogue run merges 530,000 entries)."""
+    joined: dict[str, tuple[list, list, list, list[float]]] = {}
+    for part in parts:
+        for metric, (clusters, sums, counts, square_sum) in part.items():
+            c, s, n, q = joined.setdefault(metric, ([], [], [], [0.0]))
+            c.extend(clusters)
+            s.extend(sums)
+            n.extend(counts)
+            q[0] += square_sum
+    return {metric: (*_added_up(c, s, n), q[0]) for metric, (c, s, n, q) in joined.items()}
+
+
+def _added_up(clusters: list[str], sums: list[float], counts: list[int]):
+    if len(set(clusters)) == len(clusters):
+        return clusters, sums, counts
+    totals: dict[str, list] = {}
+    for cluster, total, n in zip(clusters, sums, counts, strict=True):
+        entry = totals.setdefault(cluster, [0.0, 0])
+        entry[0] += total
+        entry[1] += n
+    return list(totals), [e[0] for e in totals.values()], [e[1] for e in totals.values()]
 
 
 def cluster_mean_from_sums(

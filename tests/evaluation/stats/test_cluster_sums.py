@@ -4,7 +4,12 @@ unit values: the same mean, the same CI bounds, the same sample std."""
 import numpy as np
 import pytest
 
-from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums, sample_std
+from evaluation.lib.stats.cluster_sums import (
+    cluster_mean_from_sums,
+    cluster_sums,
+    merge_cluster_sums,
+    sample_std,
+)
 from evaluation.lib.stats.clustered import cluster_mean
 
 
@@ -47,3 +52,18 @@ def test_by_hand_and_edge_cases():
     assert sample_std(1.0, 1.0, 1) is None
     assert sample_std(2.0, 2.0, 2) == 0.0  # equal values, no negative variance from rounding
     assert sample_std(1.0, 1.0, 2) == pytest.approx(np.std([0, 1], ddof=1))
+
+
+def test_cluster_sums_by_hand_skip_undefined_values():
+    values = [("mrr", "d1", 1.0), ("mrr", "d1", 0.5), ("mrr", "d2", None), ("mrr", "d2", 0.25),
+              ("recall", "d1", None)]
+    assert cluster_sums(values) == {"mrr": (["d1", "d2"], [1.5, 0.25], [2, 1], 1.3125)}
+
+
+def test_merging_chunks_adds_a_dialogue_met_twice_and_keeps_the_others():
+    a = {"mrr": (["d1", "d2"], [1.5, 0.25], [2, 1], 1.3125)}
+    b = {"mrr": (["d2", "d3"], [0.75, 0.0], [1, 2], 0.5625), "cd": (["d3"], [0.1], [1], 0.01)}
+    merged = merge_cluster_sums([a, b])
+    assert merged["mrr"] == (["d1", "d2", "d3"], [1.5, 1.0, 0.0], [2, 2, 2], 1.875)
+    assert merged["cd"] == (["d3"], [0.1], [1], 0.01)
+    assert merge_cluster_sums([]) == {}
