@@ -545,7 +545,11 @@ class UnitScore(models.Model):
         TURN = "turn"
         DIALOGUE = "dialogue"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="unit_scores")
+    # No index of its own: the unique constraint's (run, metric, …) serves every query by run
+    # (or run and metric), and each index costs PostgreSQL time on every one of the ~50,000
+    # values a chunk stores (docs/performance.md, "Runs at scale").
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="unit_scores",
+                            db_index=False)
     metric = models.CharField(max_length=100)
     unit_type = models.CharField(max_length=10, choices=UnitType.choices)
     unit_id = models.CharField(max_length=250)
@@ -563,8 +567,7 @@ class UnitScore(models.Model):
         ]
         # (run, dialogue): the per-turn drill-down reads one dialogue's values of a run that
         # may hold a million (docs/performance.md, "Runs at scale").
-        indexes = [models.Index(fields=["run", "metric"]),
-                   models.Index(fields=["run", "dialogue_id"], name="unitscore_run_dialogue")]
+        indexes = [models.Index(fields=["run", "dialogue_id"], name="unitscore_run_dialogue")]
 
     def __str__(self) -> str:
         return f"{self.metric}[{self.unit_id}]={self.value}"
