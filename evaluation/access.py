@@ -67,6 +67,15 @@ def get_job_for_user(user, job_id: int) -> Job:
     return job
 
 
+def get_staged_upload_for_user(user, job_id: int) -> Job:
+    """A large upload waiting for (or done with) its worker's check: only its uploader and
+    staff see its status and report; 404 for everyone else, and for jobs of other kinds."""
+    job = get_job_for_user(user, job_id)
+    if job.kind != Job.Kind.SUBMISSION_VALIDATION:
+        raise Http404("No such upload.")
+    return job
+
+
 def simulations_for_user(user) -> QuerySet[Simulation]:
     """Simulations in progress are private like jobs: whoever started one, the simulated
     system's owner, and staff (a finished one's run is shown like any run, `runs_for_user`)."""

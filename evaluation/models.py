@@ -397,6 +397,9 @@ class Job(models.Model):
         STUDY_EXPORT = "study_export", "study export"
         SIMULATION = "simulation", "user simulation"
         FACE_OPTIMIZATION = "face_optimization", "FACE instruction optimization"
+        # a large upload checked by a worker before it becomes a submission (its staged file:
+        # params["file"]; evaluation.services.staged_uploads)
+        SUBMISSION_VALIDATION = "submission_validation", "submission validation"
 
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -7,6 +7,7 @@ from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.jobs import job_begin, job_finish, job_progress
 from evaluation.services.runs import run_chunk_process, run_finalize, run_process
 from evaluation.services.simulations import simulation_batch_process
+from evaluation.services.staged_uploads import staged_upload_process
 
 
 @shared_task(acks_late=True)
@@ -72,3 +73,11 @@ def face_optimize_job(job_id: int) -> None:
     from evaluation.services.face_optimization import face_optimization_process
 
     face_optimization_process(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def validate_staged_upload_job(job_id: int) -> None:
+    """Validate a large upload staged by the web request and, when valid, store it as a
+    submission with its queued run (docs/operations.md, "Failure modes"); safe to deliver
+    twice (the submission's uuid was chosen at staging)."""
+    staged_upload_process(job_id=job_id)

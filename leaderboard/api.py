@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Count
 from django.http import JsonResponse
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -37,6 +38,7 @@ from evaluation.access import (
     get_benchmark_for_user,
     get_run_for_user,
     get_simulation_for_user,
+    get_staged_upload_for_user,
     simulations_for_user,
 )
 from evaluation.lib.formats.errors import FormatError
@@ -49,6 +51,7 @@ from evaluation.selectors.benchmarks import (
 )
 from evaluation.services.live import system_set_live
 from evaluation.services.simulations import simulation_cancel, simulation_create
+from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
     submission_set_public,
@@ -79,6 +82,7 @@ from .serializers import (
     RunResultSerializer,
     SimulationSerializer,
     SimulationStartSerializer,
+    StagedUploadSerializer,
     SubmissionSerializer,
     SubmissionUploadSerializer,
     SystemSerializer,
@@ -203,11 +207,16 @@ class SubmissionList(generics.ListAPIView):
                     "is validated at once: 400 lists every problem with its line number and "
                     "nothing is stored; otherwise it is stored, counted against the system's "
                     "daily quota (429 when used up) and its evaluation run is queued — poll "
-                    "/api/runs/<id>/ for progress and results. `protocol: log` uploads "
+                    "/api/runs/<id>/ for progress and results. A file larger than "
+                    "CONCORD_INLINE_VALIDATION_BYTES (1 MiB by default) is checked by a "
+                    "worker instead: 202 with the upload's `url` (also in Location) to poll "
+                    "until it has succeeded (its `submission`) or failed (its `errors`). "
+                    "`protocol: log` uploads "
                     "whole conversations (logs.jsonl), scored by LLM evaluators rather than a "
                     "Trace run. Private until published.",
         request={"multipart/form-data": SubmissionUploadSerializer},
         responses={201: SubmissionSerializer,
+                   202: StagedUploadSerializer,
                    400: OpenApiResponse(description="invalid fields, or the file is invalid "
                                                     "(`detail` and `errors`, one per problem "
                                                     "with its line); nothing was stored"),
@@ -221,11 +230,17 @@ class SubmissionList(generics.ListAPIView):
         data = upload.validated_data
         system = get_system_for_user(request.user, data["system"], write=True)
         benchmark = get_benchmark_for_user(request.user, data["benchmark"])
+        upload = {"system": system, "benchmark": benchmark, "file": data["file"],
+                  "user": request.user, "note": data.get("note", ""),
+                  "protocol": data["protocol"]}
         try:
-            submission, _run = submission_submit(system=system, benchmark=benchmark,
-                                                 file=data["file"], user=request.user,
-                                                 note=data.get("note", ""),
-                                                 protocol=data["protocol"])
+            if not submission_validates_inline(data["file"]):
+                staged = submission_stage(**upload)
+                return Response(StagedUploadSerializer(staged).data,
+                                status=status.HTTP_202_ACCEPTED,
+                                headers={"Location": reverse("leaderboard:api_staged_upload",
+                                                             args=[staged.pk])})
+            submission, _run = submission_submit(**upload)
         except FormatError as exc:
             errors = [{"file": i.file, "line": i.line, "path": i.path, "message": i.message}
                       for i in exc.issues]
@@ -236,6 +251,31 @@ class SubmissionList(generics.ListAPIView):
         except ValueError as exc:  # a protocol the benchmark does not take
             return Response({"protocol": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(SubmissionSerializer(submission).data, status=status.HTTP_201_CREATED)
+
+
+class StagedUploadDetail(APIView):
+    """A large upload while a worker checks it (poll it); then the problems or the
+    submission."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        description="The check of an upload larger than CONCORD_INLINE_VALIDATION_BYTES, "
+                    "which POST /api/submissions/ answered with 202: `status` queued or "
+                    "running with `progress` (KiB of the file read), then `succeeded` with "
+                    "the stored `submission` (its run is queued) or `failed` with `detail` "
+                    "and, for an invalid file, `errors` (one per problem with its line; "
+                    "nothing was stored and no quota used). Only the uploader and staff see "
+                    "it.",
+        responses={200: StagedUploadSerializer,
+                   404: OpenApiResponse(description="no such upload of yours")})
+    def get(self, request, job_id):
+        staged = get_staged_upload_for_user(request.user, job_id)
+        submission = None
+        if staged.status == staged.Status.SUCCEEDED and staged.result.get("submission"):
+            submission = submissions_for_user(request.user).filter(
+                uuid=staged.result["submission"]).first()
+        return Response(StagedUploadSerializer(staged, context={"submission": submission}).data)
 
 
 class SubmissionDetail(generics.RetrieveAPIView):

@@ -172,6 +172,45 @@ class FormatIssueSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class StagedUploadSerializer(serializers.Serializer):
+    """A large upload that a worker checks (a Job of kind `submission_validation`). The view
+    passes the submission it made, once it is made and the caller may see it, as
+    context["submission"]."""
+
+    id = serializers.IntegerField(source="pk")
+    status = serializers.CharField(help_text="queued, running, succeeded (the file was valid "
+                                             "and is stored) or failed (see `detail`)")
+    progress = serializers.SerializerMethodField()
+    detail = serializers.SerializerMethodField()
+    errors = serializers.SerializerMethodField()
+    submission = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.SerializerMethodField()
+    page = serializers.SerializerMethodField()
+
+    def get_progress(self, obj) -> dict:
+        return {"stage": obj.stage, "done": obj.done, "total": obj.total}
+
+    def get_detail(self, obj) -> str | None:
+        return obj.error or None
+
+    @extend_schema_field(FormatIssueSerializer(many=True, allow_null=True))
+    def get_errors(self, obj) -> list | None:
+        return obj.result.get("errors")
+
+    @extend_schema_field(SubmissionSerializer(allow_null=True))
+    def get_submission(self, obj) -> dict | None:
+        submission = self.context.get("submission")
+        return SubmissionSerializer(submission).data if submission else None
+
+    def get_url(self, obj) -> str:
+        return reverse("leaderboard:api_staged_upload", args=[obj.pk])
+
+    def get_page(self, obj) -> str:
+        return reverse("leaderboard:submission_staged", args=[obj.pk])
+
+
 class ErrorSerializer(serializers.Serializer):
     """Every 401, 403, 404, 405, 409, 429 and 503 of the API: what went wrong, in words."""
 

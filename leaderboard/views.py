@@ -7,6 +7,7 @@ Every view reaches its objects through `leaderboard.access` / `evaluation.access
 import csv
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -21,7 +22,11 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from annotation.access import can_create_studies
-from evaluation.access import benchmarks_for_user, get_benchmark_for_user
+from evaluation.access import (
+    benchmarks_for_user,
+    get_benchmark_for_user,
+    get_staged_upload_for_user,
+)
 from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
 from evaluation.lib.llm.gateway import LLMConfigurationError
@@ -31,6 +36,7 @@ from evaluation.models import Split
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
 from evaluation.services.live import system_set_live
 from evaluation.services.simulations import simulation_create
+from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
     submission_set_public,
@@ -364,14 +370,17 @@ def submission_create(request, slug):
                           initial={"benchmark": request.GET.get("benchmark"),
                                    "protocol": request.GET.get("protocol") or "turn"})
     context = {"system": system, "form": form, "quota": system_daily_quota(system),
-               "used": submissions_today(system)}
+               "used": submissions_today(system),
+               "inline_limit": settings.INLINE_VALIDATION_BYTES}
     if request.method == "POST" and form.is_valid():
         status = 200
+        upload = {"system": system, "benchmark": form.cleaned_data["benchmark"],
+                  "file": form.cleaned_data["file"], "user": request.user,
+                  "note": form.cleaned_data["note"], "protocol": form.cleaned_data["protocol"]}
         try:
-            submission, run = submission_submit(
-                system=system, benchmark=form.cleaned_data["benchmark"],
-                file=form.cleaned_data["file"], user=request.user,
-                note=form.cleaned_data["note"], protocol=form.cleaned_data["protocol"])
+            if not submission_validates_inline(upload["file"]):
+                return _staged_answer(request, submission_stage(**upload))
+            submission, run = submission_submit(**upload)
         except FormatError as exc:
             context["issues"], status = exc.issues, 422
         except QuotaExceeded as exc:
@@ -389,6 +398,49 @@ def submission_create(request, slug):
             return render(request, "leaderboard/_validation_report.html", context)
         return render(request, "leaderboard/submission_form.html", context, status=status)
     return render(request, "leaderboard/submission_form.html", context)
+
+
+def _staged_answer(request, staged):
+    """A large upload was staged for a worker: its page (htmx: its polled fragment, in place
+    of the validation report)."""
+    if not request.htmx:
+        return redirect("leaderboard:submission_staged", staged.pk)
+    response = render(request, "leaderboard/_staged_status.html",
+                      _staged_context(request, staged))
+    response["HX-Push-Url"] = reverse("leaderboard:submission_staged", args=[staged.pk])
+    return response
+
+
+def _staged_context(request, staged) -> dict:
+    """The worker's check of a staged upload: progress, then the validation report (or the
+    quota refusal), or the submission it made with its run's progress."""
+    context = {"staged": staged,
+               "system": systems_for_user(request.user).filter(pk=staged.params["system"])
+               .first()}
+    if staged.status == staged.Status.SUCCEEDED and staged.result.get("submission"):
+        try:
+            submission = get_submission_for_user(request.user, staged.result["submission"])
+        except Http404:  # deleted since
+            return context
+        context.update(_status_context(request, submission, fresh=True),
+                       quota=system_daily_quota(submission.system),
+                       used=submissions_today(submission.system))
+    elif staged.result.get("quota"):
+        context["quota_error"] = staged.error
+    else:
+        context["issues"] = staged.result.get("errors")
+    return context
+
+
+@login_required
+def submission_staged(request, job_id):
+    """A large upload while a worker checks it: a progress bar that HTMX polls, which turns
+    into the validation report or into the submission and its run."""
+    staged = get_staged_upload_for_user(request.user, job_id)
+    context = _staged_context(request, staged)
+    if request.htmx:
+        return render(request, "leaderboard/_staged_status.html", context)
+    return render(request, "leaderboard/submission_staged.html", context)
 
 
 def _status_context(request, submission, fresh: bool = False) -> dict:

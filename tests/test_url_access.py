@@ -140,6 +140,8 @@ ACCESS.update({
                                     ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
     "leaderboard:submission_create": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
                                       ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
+    # a staged upload: its uploader's and staff's only (tests/leaderboard/test_staged_uploads.py)
+    "leaderboard:submission_staged": [({"job_id": 999999}, "get", {**_NONE, "anonymous": 302})],
     "leaderboard:submission_detail": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
     "leaderboard:submission_status": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
     "leaderboard:submission_publish": [
@@ -172,6 +174,7 @@ ACCESS.update({
     "leaderboard:api_system": [({"slug": "lb-public"}, "get", ALL_200),
                                ({"slug": "lb-private"}, "get", _OWNER_ONLY)],
     "leaderboard:api_submissions": [({}, "get", ALL_200), ({}, "post", _API_WRITES)],
+    "leaderboard:api_staged_upload": [({"job_id": 999999}, "get", {**_NONE, "anonymous": 401})],
     "leaderboard:api_submission": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
     "leaderboard:api_submission_publish": [
         (_PUB, "post", {**_API_WRITES, "anonymous": 401}),

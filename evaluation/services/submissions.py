@@ -3,6 +3,7 @@
 `submission_create` validates the whole file first (line-numbered FormatError, nothing stored)
 and only then stores the file under MEDIA_ROOT and its row. `submission_submit` is what the
 browser and the API call: the same, under the account's daily quota, plus a queued evaluation run.
+Uploads above CONCORD_INLINE_VALIDATION_BYTES reach it from a worker (`staged_uploads`).
 
 The quota is enforced with a row lock: the owner's user row is locked (`SELECT … FOR UPDATE`)
 for the rest of the transaction that counts today's submissions and inserts the new one, so
@@ -13,7 +14,7 @@ SQLite the lock is a no-op, but its write transactions are serialised (IMMEDIATE
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -27,10 +28,12 @@ from evaluation.lib.formats.errors import FormatError, FormatIssue
 from evaluation.lib.formats.submission import (
     DEFAULT_NAME,
     TURN,
+    SubmissionSummary,
     open_source,
     validate_submission,
 )
 from evaluation.lib.metrics.suite import CLOSED
+from evaluation.lib.progress import Progress
 from evaluation.models import Benchmark, Job, Run, Submission, System
 from evaluation.selectors.benchmarks import (
     benchmark_submission_reference,
@@ -141,7 +144,9 @@ def _today_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def _quota_check(system: System) -> None:
+def submission_quota_check(system: System) -> None:
+    """Raise QuotaExceeded when SYSTEM's next upload would be over its quota (a check that
+    fails fast; `_quota_reserve` is the one that counts, under its lock)."""
     quota, used, account = submission_allowance(system)
     if used >= quota:
         raise QuotaExceeded(quota=quota, resets_at=_today_bounds()[1], account=account)
@@ -156,10 +161,22 @@ def _quota_reserve(system: System) -> None:
             .values_list("pk").get()
     else:
         System.objects.select_for_update().filter(pk=system.pk).values_list("pk").get()
-    _quota_check(system)
+    submission_quota_check(system)
 
 
 # --- submissions ----------------------------------------------------------------------------
+
+
+def submission_validate(*, benchmark: Benchmark, path_or_file, protocol: str = TURN,
+                        splits: Sequence[str] | None = None, pool_mode: str = CLOSED,
+                        progress: Progress | None = None) -> SubmissionSummary:
+    """Check a submission file against the benchmark (raises FormatError listing every
+    problem; writes nothing). The one validation every upload gets, in the web request or in
+    a worker (`staged_uploads`); PROGRESS hears how much of the file was read."""
+    reference = benchmark_submission_reference(benchmark=benchmark, pool_mode=pool_mode)
+    return validate_submission(path_or_file, protocol=protocol, reference=reference,
+                               splits=splits, max_bytes=settings.MAX_UPLOAD_BYTES,
+                               progress=progress)
 
 
 def submission_create(*, system: System, benchmark: Benchmark, path_or_file, user,
@@ -176,14 +193,21 @@ def submission_create(*, system: System, benchmark: Benchmark, path_or_file, use
     Submissions of reference baselines are public from the start; all others are private
     until their owner publishes them.
     """
-    reference = benchmark_submission_reference(benchmark=benchmark, pool_mode=pool_mode)
-    summary = validate_submission(path_or_file, protocol=protocol, reference=reference,
-                                  splits=splits, max_bytes=settings.MAX_UPLOAD_BYTES)
+    summary = submission_validate(benchmark=benchmark, path_or_file=path_or_file,
+                                  protocol=protocol, splits=splits, pool_mode=pool_mode)
+    return _submission_store(system=system, benchmark=benchmark, path_or_file=path_or_file,
+                             user=user, summary=summary, note=note, check_quota=check_quota)
+
+
+def _submission_store(*, system: System, benchmark: Benchmark, path_or_file, user,
+                      summary: SubmissionSummary, note: str, check_quota: bool,
+                      uuid: UUID | None = None) -> Submission:
+    """Store a validated file and its row (`submission_create`'s second half)."""
     if check_quota:
-        _quota_check(system)  # fail fast, before the file is copied
-    submission = Submission(uuid=uuid4(), system=system, benchmark=benchmark, protocol=protocol,
-                            line_count=summary.line_count, note=note, created_by=user,
-                            is_public=system.is_baseline)
+        submission_quota_check(system)  # fail fast, before the file is copied
+    submission = Submission(uuid=uuid or uuid4(), system=system, benchmark=benchmark,
+                            protocol=summary.protocol, line_count=summary.line_count, note=note,
+                            created_by=user, is_public=system.is_baseline)
     with open_source(path_or_file, name="submission.jsonl",
                      max_bytes=settings.MAX_UPLOAD_BYTES) as (stream, _):
         # The storage names the file after the submission's uuid (submission_upload_path).
@@ -199,26 +223,41 @@ def submission_create(*, system: System, benchmark: Benchmark, path_or_file, use
     return submission
 
 
+def submission_submit_check(*, system: System, benchmark: Benchmark, user,
+                            protocol: str = TURN) -> None:
+    """What an upload is refused for before its file is read: not the system's owner
+    (PermissionDenied), a protocol the benchmark does not take (ValueError)."""
+    if not (user.is_staff or system.owner_id == user.pk):
+        raise PermissionDenied("Only the system's owner can submit for it.")
+    if protocol not in (benchmark.protocols or [TURN]):
+        raise ValueError(f"{benchmark.name} takes {' and '.join(benchmark.protocols or [TURN])} "
+                         f"submissions, not `{protocol}` ones")
+
+
 def submission_submit(*, system: System, benchmark: Benchmark, file, user,
-                      note: str = "", protocol: str = TURN) -> tuple[Submission, Run | None]:
+                      note: str = "", protocol: str = TURN, progress: Progress | None = None,
+                      uuid: UUID | None = None) -> tuple[Submission, Run | None]:
     """An upload from the browser or the API: validate, count against today's quota, store,
     and queue the evaluation run (its task starts when the transaction commits).
 
     A `turn` file gets a Trace run; a `log` file has no automatic metric of its own (`run` is
     None). Both get the LLM evaluators the benchmark's operator runs on new uploads of their
     protocol (`auto_evaluations_start`), count against the same quota, and neither may be
-    scored on the hidden split before its release (`_refuse_hidden`)."""
+    scored on the hidden split before its release (`_refuse_hidden`).
 
-    if not (user.is_staff or system.owner_id == user.pk):
-        raise PermissionDenied("Only the system's owner can submit for it.")
-    if protocol not in (benchmark.protocols or [TURN]):
-        raise ValueError(f"{benchmark.name} takes {' and '.join(benchmark.protocols or [TURN])} "
-                         f"submissions, not `{protocol}` ones")
+    The file is validated before the transaction opens (a large one takes seconds: no row
+    lock or transaction is held meanwhile, and a worker's PROGRESS is visible as it goes).
+    A large upload comes here from a worker (`staged_uploads`), with the UUID its staging
+    chose, so a redelivered job finds the submission it already made."""
+
+    submission_submit_check(system=system, benchmark=benchmark, user=user, protocol=protocol)
     name = Path(str(getattr(file, "name", "") or DEFAULT_NAME[protocol])).name
+    summary = submission_validate(benchmark=benchmark, path_or_file=file, protocol=protocol,
+                                  progress=progress)
     with transaction.atomic():
-        submission = submission_create(system=system, benchmark=benchmark, path_or_file=file,
-                                       user=user, note=note, protocol=protocol,
-                                       check_quota=True)
+        submission = _submission_store(system=system, benchmark=benchmark, path_or_file=file,
+                                       user=user, summary=summary, note=note, check_quota=True,
+                                       uuid=uuid)
         try:
             _refuse_hidden(submission, name)
             run = run_create(submission=submission, user=user) if protocol == TURN else None

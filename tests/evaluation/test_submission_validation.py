@@ -293,3 +293,21 @@ def test_a_line_marked_no_answer_reads_as_an_unanswered_turn(tmp_path):
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     first, second = read_turn_submission(path)
     assert first.answered is False and second.answered is True
+
+
+def test_progress_reports_the_kib_read_up_to_the_whole_file(reference, tmp_path):
+    """What a staged upload's progress bar shows (evaluation.services.staged_uploads): the
+    validator reads 1 MiB at a time, so a 3 MiB file reports 0, 1, 2, 3 MiB, then the end."""
+    lines = tiny_lines()
+    for line in lines:
+        line["metadata"] = {"pad": "x" * 800_000}
+    path = write_lines(tmp_path / "s.jsonl", lines)
+    heard = []
+    summary = validate_turn_submission(path, reference=reference,
+                                       progress=lambda *report: heard.append(report))
+    assert summary.line_count == 4
+    total = -(-path.stat().st_size // 1024)
+    stages, done, totals = zip(*heard, strict=True)
+    assert set(stages) == {"checking the file (KiB read)"} and set(totals) == {total}
+    assert done[0] == 0 and done[-1] == total and list(done) == sorted(done)
+    assert 4 <= len(heard) <= 6

@@ -40,6 +40,7 @@ from evaluation.lib.metrics.types import (
     ReviewInfo,
     SubmittedTurn,
 )
+from evaluation.lib.progress import Progress
 
 TURN = "turn"
 LOG = "log"
@@ -187,10 +188,12 @@ def bounded_lines(stream: IO[bytes], *, max_line_bytes: int, max_bytes: int,
 
 
 @contextmanager
-def open_source(source, *, name: str, max_bytes: int) -> Iterator[tuple[IO[bytes], str]]:
+def open_source(source, *, name: str, max_bytes: int,
+                progress: Progress | None = None) -> Iterator[tuple[IO[bytes], str]]:
     """A binary stream and display name for a path or an open file (an upload, a BytesIO…).
 
-    The size is checked before reading when it is known (a path, Django's File.size).
+    The size is checked before reading when it is known (a path, Django's File.size). With
+    PROGRESS, the stream reports how much of the file was read (`READING`, in KiB).
     """
     if isinstance(source, str | Path):
         path = Path(source)
@@ -198,7 +201,7 @@ def open_source(source, *, name: str, max_bytes: int) -> Iterator[tuple[IO[bytes
             raise FormatError([FormatIssue(str(path), None, "$", "no such file")])
         _check_size(path.stat().st_size, path.name, max_bytes)
         with path.open("rb") as handle:
-            yield handle, path.name
+            yield _reporting(handle, path.stat().st_size, progress), path.name
         return
     label = Path(str(getattr(source, "name", "") or name)).name or name
     size = getattr(source, "size", None)
@@ -206,7 +209,34 @@ def open_source(source, *, name: str, max_bytes: int) -> Iterator[tuple[IO[bytes
         _check_size(size, label, max_bytes)
     if getattr(source, "seekable", lambda: False)():
         source.seek(0)
-    yield source, label
+    yield _reporting(source, size if isinstance(size, int) else 0, progress), label
+
+
+READING = "checking the file (KiB read)"
+
+
+def _kib(size: int) -> int:
+    return -(-size // 1024)
+
+
+class _ReportingReader:
+    """A binary stream that tells PROGRESS how much of it was read after each read (the
+    validator reads 1 MiB at a time, so a 12 MB file reports a dozen times)."""
+
+    def __init__(self, stream: IO[bytes], size: int, progress: Progress):
+        self.stream, self.size, self.progress, self.read_bytes = stream, size, progress, 0
+        progress(READING, 0, _kib(size))
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.stream.read(size)
+        self.read_bytes += len(chunk)
+        total = max(self.size, self.read_bytes)
+        self.progress(READING, _kib(self.read_bytes), _kib(total))
+        return chunk
+
+
+def _reporting(stream: IO[bytes], size: int, progress: Progress | None):
+    return stream if progress is None else _ReportingReader(stream, size, progress)
 
 
 def _check_size(size: int, name: str, max_bytes: int) -> None:
@@ -276,17 +306,20 @@ def _parse_line(raw: bytes, name: str, number: int, issues: IssueCollector):
 def validate_turn_submission(source, *, reference: SubmissionReference,
                              splits: Sequence[str] | None = None,
                              max_bytes: int = DEFAULT_MAX_BYTES,
-                             max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> SubmissionSummary:
+                             max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                             progress: Progress | None = None) -> SubmissionSummary:
     """Check a `turn` submission against a benchmark; raise FormatError listing every problem.
 
     Every answered turn of every dialogue in `splits` must have exactly one line; without
     `splits`, the splits of the dialogues the file answers are required in full. Lines for
-    dialogues of other splits are checked the same way and are allowed.
+    dialogues of other splits are checked the same way and are allowed. PROGRESS hears how
+    much of the file was read (`open_source`).
     """
     issues = IssueCollector()
     seen: dict[tuple[str, int], int] = {}
     lines = 0
-    with open_source(source, name=DEFAULT_NAME[TURN], max_bytes=max_bytes) as (stream, name):
+    with open_source(source, name=DEFAULT_NAME[TURN], max_bytes=max_bytes,
+                     progress=progress) as (stream, name):
         for number, record in _json_lines(stream, name, SCHEMAS[TURN], issues,
                                           max_bytes=max_bytes, max_line_bytes=max_line_bytes,
                                           refuse_blank=True):
@@ -425,12 +458,14 @@ def write_turn_submission(records: Iterable[Mapping[str, Any]], path: Path) -> i
 
 def validate_log_submission(source, *, reference: SubmissionReference,
                             max_bytes: int = DEFAULT_MAX_BYTES,
-                            max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> SubmissionSummary:
+                            max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                            progress: Progress | None = None) -> SubmissionSummary:
     """Check a `log` submission: unique log ids, known dialogue and item ids."""
     issues = IssueCollector()
     first_line: dict[str, int] = {}
     lines = 0
-    with open_source(source, name=DEFAULT_NAME[LOG], max_bytes=max_bytes) as (stream, name):
+    with open_source(source, name=DEFAULT_NAME[LOG], max_bytes=max_bytes,
+                     progress=progress) as (stream, name):
         for number, record in _json_lines(stream, name, SCHEMAS[LOG], issues,
                                           max_bytes=max_bytes, max_line_bytes=max_line_bytes,
                                           refuse_blank=True):
