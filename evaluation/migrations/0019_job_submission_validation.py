@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0016_auto_evaluators'),
+        ('evaluation', '0018_unitscore_redundant_indexes'),
     ]
 
     operations = [
