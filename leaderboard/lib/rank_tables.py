@@ -45,6 +45,25 @@ class ClusterTable:
                    np.frombuffer(bytes(sums), dtype=np.float64).reshape(shape),
                    np.frombuffer(bytes(counts), dtype=np.float64).reshape(shape))
 
+    @classmethod
+    def from_slices(cls, metrics, clusters,
+                    slices: Mapping[str, tuple[bytes, bytes] | None]) -> ClusterTable:
+        """The table of the metrics SLICES has, each from its own slices of a stored table's
+        `sums` and `counts` (a metric's values are one contiguous row of the C-order float64
+        arrays; None: the stored table has no such metric), in METRICS' (the stored table's)
+        order: the stored table's `select` of those metrics, to the bit."""
+        kept = [metric for metric in metrics if slices.get(metric) is not None]
+        return cls.from_bytes(kept, clusters,
+                              b"".join(bytes(slices[metric][0]) for metric in kept),
+                              b"".join(bytes(slices[metric][1]) for metric in kept))
+
+    def select(self, metrics: Iterable[str]) -> ClusterTable:
+        """The same table with only those of METRICS it has, in its own order."""
+        wanted = set(metrics)
+        rows = [i for i, metric in enumerate(self.metrics) if metric in wanted]
+        return ClusterTable([self.metrics[i] for i in rows], list(self.clusters),
+                            self.sums[rows], self.counts[rows])
+
 
 def cluster_tables(rows: Iterable[tuple], run_ids: Sequence[int]) -> dict[int, ClusterTable]:
     """Tables from grouped rows `(run_id, metric, dialogue_id, sum, count)`, one per run id

@@ -22,8 +22,9 @@ def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False, user=N
     and a forest plot of the bounded (0–1) headline metrics."""
     metrics = None if all_metrics else list(HEADLINE.get(run_a.evaluator, ())) or None
     # Both tests need only per-dialogue sums and counts: the runs' stored ones (RunClusterStats,
-    # one row each), else aggregated by the database now; never every unit value.
-    tables = cluster_tables_read(run_ids=[run_a.pk, run_b.pk])
+    # one row each; only the shown metrics' slices of it), else aggregated by the database
+    # now; never every unit value.
+    tables = cluster_tables_read(run_ids=[run_a.pk, run_b.pk], metrics=metrics)
     rows = runs_compare(run_a=run_a, run_b=run_b, metrics=metrics,
                         sums=(_by_metric(tables[run_a.pk]), _by_metric(tables[run_b.pk])))
     trust = column_trust(

@@ -105,7 +105,8 @@ def system_run_dialogues(*, run_id: int, benchmark) -> tuple[dict | None, Dialog
     difficulty tier and the list of dialogues to drill into. Both come from the run's
     per-dialogue sums and counts (stored, else aggregated by the database: `ranks.
     cluster_tables_read`), never from its unit values (a million for 10,000 dialogues)."""
-    table = cluster_tables_read(run_ids=[run_id])[run_id]
+    table = cluster_tables_read(run_ids=[run_id],
+                                metrics=TIER_METRICS + DIALOGUE_METRICS)[run_id]
     public = _public_dialogues(benchmark)
     return system_tiers(table=table, dialogues=public), system_dialogues(table=table,
                                                                          dialogues=public)

@@ -77,3 +77,20 @@ def test_pack_round_trip():
 def test_fewer_than_two_runs_have_no_comparisons(n):
     table = ClusterTable(["m"], ["d"], np.array([[1.0]]), np.array([[1.0]]))
     assert not better_matrices([table] * n, ["m"], {"m": True}).any()
+
+
+def test_a_table_from_its_metrics_slices_is_its_selection_to_the_bit():
+    rng = np.random.default_rng(3)
+    table = ClusterTable(["a", "b", "c"], ["d1", "d2", "d3", "d4"], rng.random((3, 4)),
+                         rng.integers(0, 4, (3, 4)).astype(float))
+    row_bytes = {m: (table.sums[i].tobytes(), table.counts[i].tobytes())
+                 for i, m in enumerate(table.metrics)}
+    for wanted in (["c", "a"], ["b"], ["a", "b", "c"], ["x", "b"], []):
+        sliced = ClusterTable.from_slices(table.metrics, table.clusters,
+                                          {m: row_bytes.get(m) for m in wanted})
+        selected = table.select(wanted)
+        assert sliced.metrics == selected.metrics == [m for m in table.metrics if m in wanted]
+        assert sliced.clusters == selected.clusters == table.clusters
+        assert sliced.sums.tobytes() == selected.sums.tobytes()
+        assert sliced.counts.tobytes() == selected.counts.tobytes()
+        assert sliced.sums.shape == (len(sliced.metrics), 4)
