@@ -20,21 +20,23 @@ app.autodiscover_tasks()
 def _sweep_jobs_on_start_and_on_a_timer(**kwargs):
     """A starting worker fails the jobs whose worker died while nobody was watching and sends
     the jobs whose task never reached the broker; then it does so again every
-    JOB_SWEEP_SECONDS on its own timer thread (no Celery beat needed). Every worker sweeps:
-    the sweep is two UPDATE-sized statements, and any one live worker is enough."""
+    JOB_SWEEP_SECONDS on its own timer thread (no Celery beat needed); it also deletes staged
+    uploads' files that no job needs any more. Every worker sweeps: the sweep is a few small
+    statements and a listing of MEDIA_ROOT/staged/, and any one live worker is enough."""
     from django.conf import settings
 
     from evaluation.services.jobs import jobs_sweep
+    from evaluation.services.staged_uploads import staged_files_sweep
 
     def sweep():
         from django.db import close_old_connections
 
         try:
             close_old_connections()
-            found = jobs_sweep()
+            found = {**jobs_sweep(), "staged": staged_files_sweep()}
             if any(found.values()):
-                logger.warning("job sweep: %(failed)s failed (dead worker), %(resent)s resent",
-                               found)
+                logger.warning("job sweep: %(failed)s failed (dead worker), %(resent)s resent, "
+                               "%(staged)s staged uploads' files deleted", found)
         except Exception:  # noqa: BLE001 - the next tick tries again
             logger.exception("job sweep failed")
 

@@ -16,6 +16,7 @@ worker died past the commit finds the submission it made instead of making a sec
 
 import logging
 from dataclasses import asdict
+from datetime import timedelta
 from pathlib import Path
 from uuid import UUID, uuid4
 
@@ -23,6 +24,7 @@ from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.core.files import File
 from django.core.files.storage import default_storage
+from django.utils import timezone
 
 from evaluation.lib.formats.errors import FormatError, FormatIssue
 from evaluation.lib.formats.submission import DEFAULT_NAME, TURN
@@ -47,6 +49,8 @@ logger = logging.getLogger(__name__)
 STAGED_DIR = "staged"
 TASK = "evaluation.tasks.validate_staged_upload_job"
 REJECTED = "The file is not valid; nothing was stored."
+#: A staged file younger than this is left alone by the sweep: its job may be being created.
+SWEEP_GRACE = timedelta(minutes=10)
 
 
 def submission_validates_inline(file) -> bool:
@@ -121,3 +125,27 @@ def _submit(job: Job) -> dict:
                 uuid=uuid, progress=lambda stage, n, total: job_progress(job.pk, stage, n, total))
     run = done.runs.filter(evaluator=SUITE_NAME).order_by("pk").first()
     return {"submission": str(done.uuid), "run": run.pk if run else None}
+
+
+def staged_files_sweep(*, now=None) -> int:
+    """Delete the staged files no queued or running job needs any more; return how many.
+
+    A job deletes its own file when it finishes; this catches the rest: the file of a job whose
+    worker died and that the job sweep then failed, or of a web process killed between saving
+    the file and creating its job. Run by every worker beside `jobs_sweep`."""
+    now = now or timezone.now()
+    try:
+        _, names = default_storage.listdir(STAGED_DIR)
+    except FileNotFoundError:
+        return 0
+    needed = set(Job.objects.filter(kind=Job.Kind.SUBMISSION_VALIDATION,
+                                    status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
+                 .values_list("params__file", flat=True))
+    deleted = 0
+    for name in names:
+        path = f"{STAGED_DIR}/{name}"
+        if path in needed or now - default_storage.get_modified_time(path) < SWEEP_GRACE:
+            continue
+        default_storage.delete(path)
+        deleted += 1
+    return deleted
