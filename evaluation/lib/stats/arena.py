@@ -31,7 +31,9 @@ replicates, rounded outwards to whole ranks.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Hashable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -146,20 +148,55 @@ def _sorted_draws(n: int, n_resamples: int, rng: np.random.Generator,
                                 divisor[start:stop], offset, n)
 
 
+def _elo_threads() -> int:
+    """Threads for the Elo replay: the CPUs this process may use (the kernel releases the GIL)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def _elo_replicates(encoded: _EncodedVotes, *, n_resamples: int, seed: int, k, base, scale,
-                    initial) -> np.ndarray:
+                    initial, threads: int | None = None, block: int = 1024) -> np.ndarray:
     """Online Elo for every bootstrap replicate, (replicates, systems): each replicate replays
-    its drawn votes in cast order (`elo_kernel.replay`, compiled).
+    its drawn votes in cast order (`elo_kernel.replay_drawn`, compiled: the sorted draws of
+    `_sorted_draws` made and applied in one pass, never stored).
+
+    The replicates are independent, so THREADS (default: this process's CPUs) each replay a
+    fixed share of them while this thread draws the next block of exponentials (numpy releases
+    the GIL too). The generator is used in the same order as `_sorted_draws` uses it, whatever
+    the number of threads, so the ratings are the same for a seed on any machine.
 
     Ratings are kept in natural-log units θ = R ln(base) / scale, so E_A = expit(θ_A − θ_B)."""
-    from evaluation.lib.stats.elo_kernel import replay  # numba: loaded only when used
+    from evaluation.lib.stats.elo_kernel import replay_drawn  # numba: loaded only when used
 
     rng = np.random.default_rng(seed)
+    n = len(encoded.score)
     theta = np.zeros((n_resamples, len(encoded.names)))
+    offset = np.zeros(n_resamples)
+    divisor = 1.0 / (n - np.arange(n, dtype=float))
     step_size = k * math.log(base) / scale
     target = encoded.score * step_size
-    for draws in _sorted_draws(len(encoded.score), n_resamples, rng):
-        replay(encoded.first, encoded.second, target, draws, theta, step_size)
+    parts = min(threads or _elo_threads(), n_resamples)
+    bounds = np.linspace(0, n_resamples, parts + 1).astype(int).tolist()
+    shares = list(zip(bounds[:-1], bounds[1:], strict=True))
+
+    def replay(spacing, start, lo, hi):
+        replay_drawn(encoded.first, encoded.second, target, spacing[lo:hi],
+                     divisor[start:start + spacing.shape[1]], offset[lo:hi], n, theta[lo:hi],
+                     step_size)
+
+    starts = range(0, n, block)
+    spacing = rng.standard_exponential((n_resamples, min(block, n)))
+    with ThreadPoolExecutor(max_workers=parts) as pool:
+        for start in starts:
+            running = [pool.submit(replay, spacing, start, lo, hi) for lo, hi in shares]
+            stop = start + block
+            following = (rng.standard_exponential((n_resamples, min(n, stop + block) - stop))
+                         if stop < n else None)
+            for future in running:
+                future.result()
+            spacing = following
     return initial + theta * (scale / math.log(base))
 
 

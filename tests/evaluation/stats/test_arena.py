@@ -235,6 +235,43 @@ def test_each_elo_replicate_is_online_elo_on_its_drawn_votes_in_cast_order():
         assert replicates[r] == pytest.approx([expected[n] for n in encoded.names], abs=1e-9)
 
 
+def _elo_replicates_in_python(votes, *, n_resamples, seed, block):
+    """The Elo bootstrap in plain Python floats, as docs/statistics.md defines it: each
+    replicate's sorted draws by Rényi's representation from the same exponentials, CRS Arena's
+    update (K = 16, base 10, scale 400) applied to the drawn votes in cast order."""
+    names = sorted({v[0] for v in votes} | {v[1] for v in votes})
+    first = [names.index(v[0]) for v in votes]
+    second = [names.index(v[1]) for v in votes]
+    score = [{"a": 1.0, "b": 0.0, "tie": 0.5, "both_bad": 0.5}[v[2]] for v in votes]
+    n, rng = len(votes), np.random.default_rng(seed)
+    step = 16.0 * math.log(10.0) / 400.0
+    theta = [[0.0] * len(names) for _ in range(n_resamples)]
+    totals = [0.0] * n_resamples
+    for start in range(0, n, block):
+        spacing = rng.standard_exponential((n_resamples, min(block, n - start))).tolist()
+        for r, row in enumerate(theta):
+            for t, exponential in enumerate(spacing[r]):
+                totals[r] += exponential * (1.0 / (n - (start + t)))
+                vote = min(int(-math.expm1(-totals[r]) * n), n - 1)
+                i, j = first[vote], second[vote]
+                change = score[vote] * step - step / (1.0 + math.exp(row[j] - row[i]))
+                row[i] += change
+                row[j] -= change
+    return names, [[1000.0 + x * (400.0 / math.log(10.0)) for x in row] for row in theta]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_compiled_elo_bootstrap_equals_plain_python_to_the_last_bit(threads):
+    votes = _simulated_votes(n_votes=60, seed=11)
+    encoded = arena._encode(votes)
+    options = {"k": 16.0, "base": 10.0, "scale": 400.0, "initial": 1000.0}
+    compiled = arena._elo_replicates(encoded, n_resamples=7, seed=5, threads=threads, block=16,
+                                     **options)
+    names, expected = _elo_replicates_in_python(votes, n_resamples=7, seed=5, block=16)
+    assert list(encoded.names) == names
+    assert compiled.tolist() == expected  # exactly: the threads change nothing
+
+
 def test_arena_table_ranks_rank_intervals_and_win_rates():
     votes = _simulated_votes(n_votes=900, seed=6)
     for method in ("elo", "bt"):
