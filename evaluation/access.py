@@ -12,6 +12,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from .models import Arena, Battle, Benchmark, Dialogue, Item, Job, Run, Simulation, Split
+from .rows import battle_with_systems
 
 
 def benchmarks_for_user(user) -> QuerySet[Benchmark]:
@@ -148,9 +149,7 @@ def get_battle_for_request(request, battle_uuid) -> Battle:
     """The arena battle of this browser session (or of this logged-in user); 404 for anyone
     else, so a battle's address is no use to a stranger. The session remembers its battles
     (`arena_battles`), so logging in, which gives the session a new key, keeps them."""
-    found = Battle.objects.select_related("arena__benchmark", "system_a", "system_b").filter(
-        uuid=battle_uuid)[:1]  # uuid is unique: no ORDER BY (first() would add one)
-    battle = found[0] if found else None
+    battle = battle_with_systems(battle_uuid)  # one hand-written statement (evaluation/rows.py)
     session_key = request.session.session_key
     if battle is None or not (
             (session_key and battle.session_key == session_key)

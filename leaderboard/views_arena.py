@@ -17,6 +17,7 @@ from evaluation.access import get_battle_for_request, get_benchmark_for_user
 from evaluation.models import BattleTurn
 from evaluation.selectors.arena import (
     arena_of_benchmark,
+    battle_turns,
     battle_view,
     battles_of_session,
     reply_view,
@@ -114,12 +115,13 @@ def arena_battle_say(request, uuid):
         index = battle_say(battle=battle, text=request.POST.get("message", ""))
     except ValidationError as error:
         return _body(request, battle, status=400, error=" ".join(error.messages))
-    battle_replies_start(battle=battle, index=index)
+    turns = battle_turns(battle)  # with the new message's rows: the calls' and the page's
+    battle_replies_start(battle=battle, index=index, turns=turns)
     if not request.headers.get("HX-Request"):
         return redirect("leaderboard:arena_battle", uuid=battle.uuid)
     # battle_say found the battle open under its lock: the row read above is still true
     return render(request, "leaderboard/_arena_body.html",
-                  {"view": battle_view(battle=battle, fresh=True)})
+                  {"view": battle_view(battle=battle, fresh=True, turns=turns)})
 
 
 @require_GET

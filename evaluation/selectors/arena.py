@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from evaluation.lib.live.client import MAX_BACKOFF_SECONDS
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, System
+from evaluation.rows import battle_turns
 from evaluation.selectors.benchmarks import scenario_rows
 
 SIDES = (BattleTurn.Side.A, BattleTurn.Side.B)
@@ -113,7 +114,7 @@ def battle_view(*, battle: Battle, fresh: bool = False,
         battle = Battle.objects.select_related("system_a", "system_b", "arena__benchmark").get(
             pk=battle.pk)
     if turns is None:
-        turns = list(battle.turns.all())
+        turns = battle_turns(battle)
     now = timezone.now()
     rows = {}
     for turn in turns:
@@ -139,7 +140,7 @@ def battle_view(*, battle: Battle, fresh: bool = False,
 def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, BattleView | None]:
     """SIDE's answer to message INDEX and, once it is settled, the battle's view (its controls
     change with it); one read of the battle's turns. BATTLE was just read in this request."""
-    turns = list(battle.turns.all())
+    turns = battle_turns(battle)
     turn = next((t for t in turns if t.index == index and t.side == side), None)
     if turn is None:
         return None, None

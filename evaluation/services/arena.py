@@ -35,6 +35,7 @@ from evaluation.lib.live.client import LiveCallError
 from evaluation.lib.live.contract import HistoryTurn, LiveRequest
 from evaluation.lib.rankers import Catalogue
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Dialogue, Split, System, Vote
+from evaluation.rows import battle_status_locked, battle_turns
 from evaluation.selectors.arena import SIDES, exchanges, pending, turn_is_stale
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.live import live_client
@@ -161,7 +162,7 @@ def battle_start(*, arena: Arena, session_key: str, user=None, address_hash: str
 
 def _settle_stale(battle: Battle) -> list[BattleTurn]:
     """Settle the answers a restart cut off; the battle's turns as they now are."""
-    turns = list(battle.turns.all())
+    turns = battle_turns(battle)
     stale = [t for t in turns if turn_is_stale(
         t, battle.system_a if t.side == BattleTurn.Side.A else battle.system_b)]
     if stale:
@@ -180,8 +181,7 @@ def _locked_open(battle: Battle) -> tuple[Battle, list[BattleTurn]]:
 
     Only the row's status is read again under the lock: a battle's systems never change, so
     the ones BATTLE already holds (the view read them with it) serve."""
-    status = Battle.objects.select_for_update().filter(pk=battle.pk).values_list(
-        "status", flat=True).get()
+    status = battle_status_locked(battle)
     if status == Battle.Status.VOTED:
         raise ValidationError("this battle already has its vote")
     if status == Battle.Status.ABANDONED:
@@ -257,7 +257,13 @@ def battle_reply_run(*, battle_id: int, index: int, side: str, clock=time.perf_c
     battle = Battle.objects.select_related("arena__benchmark", f"system_{side}").get(pk=battle_id)
     system = battle.system_a if side == BattleTurn.Side.A else battle.system_b
     turns = list(battle.turns.filter(index__lte=index))
-    request = live_request(battle, side, index, turns)
+    return _reply_settle(battle=battle, system=system, request=live_request(
+        battle, side, index, turns), index=index, side=side, clock=clock)
+
+
+def _reply_settle(*, battle: Battle, system, request: LiveRequest, index: int, side: str,
+                  clock=time.perf_counter) -> str:
+    """Send REQUEST to SYSTEM and settle SIDE's row for message INDEX (one UPDATE)."""
     started = clock()
     fields: dict
     try:
@@ -278,7 +284,7 @@ def battle_reply_run(*, battle_id: int, index: int, side: str, clock=time.perf_c
                   "error": f"{type(error).__name__}: {error}"}
     fields["latency_ms"] = round((clock() - started) * 1000)
     fields["settled_at"] = timezone.now()
-    BattleTurn.objects.filter(battle_id=battle_id, index=index, side=side,
+    BattleTurn.objects.filter(battle_id=battle.pk, index=index, side=side,
                               state=BattleTurn.State.PENDING).update(**fields)
     return fields["state"]
 
@@ -309,11 +315,20 @@ def _in_thread(fn, kwargs):
 CALLS = _CallPool()
 
 
-def battle_replies_start(*, battle: Battle, index: int) -> list:
+def battle_replies_start(*, battle: Battle, index: int,
+                         turns: list[BattleTurn] | None = None) -> list:
     """Call both systems for message INDEX at once (after the message's transaction committed);
-    the futures, for callers that wait (the bench command, tests)."""
-    return [CALLS.submit(battle_reply_run, battle_id=battle.pk, index=index, side=side)
-            for side in SIDES]
+    the futures, for callers that wait (the bench command, tests).
+
+    BATTLE was read with its arena's benchmark and both systems (`get_battle_for_request`);
+    TURNS, its turns including message INDEX's rows, when the caller has just read them (the
+    page does). Each system's request is built here, so a call thread only calls and settles
+    its row: one statement on its own connection."""
+    if turns is None:
+        turns = battle_turns(battle)
+    return [CALLS.submit(_reply_settle, battle=battle, system=system,
+                         request=live_request(battle, side, index, turns), index=index, side=side)
+            for side, system in zip(SIDES, (battle.system_a, battle.system_b), strict=True)]
 
 
 # --- ending a battle --------------------------------------------------------------------------

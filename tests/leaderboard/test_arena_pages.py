@@ -160,10 +160,15 @@ def test_the_battle_bench_measures_every_turn_and_leaves_the_arena_without_its_s
     result = json.loads(out.getvalue())
     assert result["turns_measured"] == 6 and result["failed_answers"] == 0
     assert 0 < result["concord_ms_p50"] <= result["concord_ms_p95"] <= result["concord_ms_max"]
+    # gunicorn, the systems and the browsers each spent CPU in their own processes
+    assert result["workers"] == 2 and len(result["cpu_ms_per_turn"]["web_per_worker"]) == 2
+    assert result["cpu_ms_per_turn"]["web"] > 0 and result["cpu_ms_per_turn"]["browsers"] > 0
+    assert 0 < result["cpu_ms_per_turn"]["web_requests"] < result["concord_ms_max"]
     arena = Arena.objects.get(slug="bench-arena")
     assert arena.battles.count() == 3 and not arena.systems.exists()
+    # each battle: one unmeasured message that warms the workers, then the two measured ones
     assert BattleTurn.objects.filter(battle__arena=arena, state="ok").exclude(
-        side="user").count() == 12
+        side="user").count() == 3 * 3 * 2
 
 
 def test_the_scenario_reads_as_words_not_python(arena, client):

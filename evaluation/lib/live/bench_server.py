@@ -1,12 +1,18 @@
-"""A fixed-latency live system (`concord-live/1`, docs/formats.md §4) for `bench_arena`
+"""A fixed-latency live system (`concord-live/1`, docs/formats.md §4) for `bench_arena_battles`
 (docs/performance.md): it answers every turn after exactly `latency` seconds with a fixed
 ranking, and records how long it held each request, so a caller can subtract the system's own
-time from what it measured.
+time from what it measured (in process: `held`; from another process: `GET /held`).
+
+`python -m evaluation.lib.live.bench_server --systems 2 --latency 0.3 --items '["i1"]'` runs
+the systems in a process of their own: it prints one line of JSON (`{"urls": [...]}`) once they
+listen, and serves until its standard input closes.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +40,18 @@ class BenchLiveServer:
             def log_message(self, format, *args):  # noqa: A002 - stdlib signature
                 return
 
+            def do_GET(self):  # noqa: N802 - stdlib naming
+                if self.path != "/held":
+                    self.send_error(404)
+                    return
+                with server.lock:
+                    payload = json.dumps([[d, t, s] for (d, t), s in server.held.items()]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def do_POST(self):  # noqa: N802 - stdlib naming
                 started = time.perf_counter()
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -59,3 +77,21 @@ class BenchLiveServer:
         if self.httpd:
             self.httpd.shutdown()
             self.httpd.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--systems", type=int, default=2)
+    parser.add_argument("--latency", type=float, default=0.3)
+    parser.add_argument("--items", default="[]", help="the ranked item ids, a JSON list")
+    args = parser.parse_args(argv)
+    servers = [BenchLiveServer(latency=args.latency, item_ids=tuple(json.loads(args.items))).start()
+               for _ in range(args.systems)]
+    print(json.dumps({"urls": [server.url for server in servers]}), flush=True)
+    sys.stdin.read()  # until the caller closes it (or goes away)
+    for server in servers:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
