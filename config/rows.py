@@ -73,7 +73,8 @@ class Columns:
 
     def values(self, row, at: int = 0) -> list:
         cells = zip(row[at:at + self.width], self.plans, strict=True)
-        return [convert(value, plan) for value, plan in cells]
+        # most columns have no converter: their value is handed over as the driver read it
+        return [convert(value, plan) if plan[0] else value for value, plan in cells]
 
     def build(self, row, at: int = 0) -> models.Model:
         return self.model.from_db(connection.alias, self.names, self.values(row, at))
@@ -129,6 +130,19 @@ def insert(instance: models.Model, *, returning: bool = True) -> models.Model:
             instance.pk = cursor.fetchone()[0]
     instance._state.adding, instance._state.db = False, connection.alias
     return instance
+
+
+def insert_all(instances: list[models.Model]) -> None:
+    """Save the new INSTANCES of one model with one statement (`bulk_create` without reading
+    their keys back)."""
+    sql, fields = _insert(type(instances[0]), False)
+    head, values = sql.split(" VALUES ")
+    params = [field.get_db_prep_save(field.pre_save(instance, True), connection)
+              for instance in instances for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(f"{head} VALUES {', '.join([values] * len(instances))}", params)
+    for instance in instances:
+        instance._state.adding, instance._state.db = False, connection.alias
 
 
 @contextlib.contextmanager

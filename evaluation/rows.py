@@ -1,7 +1,8 @@
 """The hand-written statements of an arena battle's turn (docs/performance.md, "Arena battles").
 
 Every request of a battle (a message, each answer fragment) reads the battle with its arena,
-benchmark and both systems, and its turns; a message also locks the battle's row. Through the
+benchmark and both systems, and its turns; a message also locks the battle's row, writes its
+three rows and the battle's time, and each system's answer settles its row. Through the
 ORM, compiling these costs more Python than PostgreSQL spends answering them (the battle's read
 with its four joins most of all), so they are built here once per process from the models'
 metadata with `config.rows` (tables, joins and columns all come from the models, none is
@@ -91,3 +92,43 @@ def battle_status_locked(battle: Battle) -> str:
     with connection.cursor() as cursor:
         cursor.execute(_status_locked(), [battle.pk])
         return cursor.fetchone()[0]
+
+
+_SETTLED = ("state", "text", "ranked_item_ids", "citations", "error_kind", "error", "latency_ms",
+            "settled_at")
+_UNSET = {"text": "", "ranked_item_ids": [], "citations": [], "error_kind": "", "error": ""}
+
+
+@functools.cache
+def _settle() -> str:
+    sets = ", ".join(f"{col(BattleTurn, name)} = %s" for name in _SETTLED)
+    return (f"UPDATE {table(BattleTurn)} SET {sets} WHERE "
+            + rows.where(BattleTurn, (("battle", "="), ("index", "="), ("side", "="),
+                                      ("state", "="))))
+
+
+def battle_turn_settle(*, battle_id: int, index: int, side: str, fields: dict) -> None:
+    """Settle SIDE's answer to message INDEX with FIELDS (state, latency_ms, settled_at and the
+    answer's or the error's fields; the others keep a pending row's empty values), only if the
+    row is still pending."""
+    values = {**_UNSET, **fields}
+    params = [rows.prep(BattleTurn, name, values[name]) for name in _SETTLED]
+    with connection.cursor() as cursor:
+        cursor.execute(_settle(), [*params, battle_id, index, side, BattleTurn.State.PENDING])
+
+
+@functools.cache
+def _touch() -> str:
+    return (f"UPDATE {table(Battle)} SET {col(Battle, 'updated_at')} = %s "
+            f"WHERE {rows.where(Battle, (('pk', '='),))}")
+
+
+def battle_touch(battle: Battle, now) -> None:
+    """Set BATTLE's `updated_at` to NOW."""
+    with connection.cursor() as cursor:
+        cursor.execute(_touch(), [rows.prep(Battle, "updated_at", now), battle.pk])
+
+
+def turns_insert(turns: list[BattleTurn]) -> None:
+    """Store a message's new rows with one statement."""
+    rows.insert_all(turns)

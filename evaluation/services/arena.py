@@ -35,7 +35,13 @@ from evaluation.lib.live.client import LiveCallError
 from evaluation.lib.live.contract import HistoryTurn, LiveRequest
 from evaluation.lib.rankers import Catalogue
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Dialogue, Split, System, Vote
-from evaluation.rows import battle_status_locked, battle_turns
+from evaluation.rows import (
+    battle_status_locked,
+    battle_touch,
+    battle_turn_settle,
+    battle_turns,
+    turns_insert,
+)
 from evaluation.selectors.arena import SIDES, exchanges, pending, turn_is_stale
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.live import live_client
@@ -205,11 +211,11 @@ def battle_say(*, battle: Battle, text: str) -> int:
     index = sum(1 for t in turns if t.side == BattleTurn.Side.USER)
     if index >= MAX_TURNS:
         raise ValidationError(f"a battle has at most {MAX_TURNS} messages: time to vote")
-    BattleTurn.objects.bulk_create([
+    turns_insert([
         BattleTurn(battle=battle, index=index, side=BattleTurn.Side.USER, text=text),
         *(BattleTurn(battle=battle, index=index, side=side, state=BattleTurn.State.PENDING)
           for side in SIDES)])
-    Battle.objects.filter(pk=battle.pk).update(updated_at=timezone.now())
+    battle_touch(battle, timezone.now())
     return index
 
 
@@ -284,8 +290,7 @@ def _reply_settle(*, battle: Battle, system, request: LiveRequest, index: int, s
                   "error": f"{type(error).__name__}: {error}"}
     fields["latency_ms"] = round((clock() - started) * 1000)
     fields["settled_at"] = timezone.now()
-    BattleTurn.objects.filter(battle_id=battle.pk, index=index, side=side,
-                              state=BattleTurn.State.PENDING).update(**fields)
+    battle_turn_settle(battle_id=battle.pk, index=index, side=side, fields=fields)
     return fields["state"]
 
 

@@ -27,6 +27,7 @@ calls, so no call waits for a slot. One unmeasured message per battle first warm
 
 import json
 import os
+import random
 import re
 import socket
 import subprocess
@@ -163,12 +164,17 @@ class Command(BaseCommand):
         parser.add_argument("--latency", type=float, default=0.3, help="each system's seconds")
         parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
         parser.add_argument("--threads", type=int, default=8, help="threads per worker")
+        parser.add_argument("--think", type=float, default=0.0,
+                            help="each browser waits a random 0..THINK seconds before each "
+                                 "measured message (0: all battles send at the same moment)")
         parser.add_argument("--profile", metavar="DIR", default="",
                             help="each worker writes a cProfile of its requests to DIR/<pid>.prof")
         parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *, battles, turns, latency, workers, threads, profile, as_json, **options):
-        if battles < 1 or not 1 <= turns <= 9 or latency < 0 or workers < 1 or threads < 1:
+    def handle(self, *, battles, turns, latency, workers, threads, think, profile, as_json,
+               **options):
+        if (battles < 1 or not 1 <= turns <= 9 or latency < 0 or workers < 1 or threads < 1
+                or think < 0):
             raise CommandError("--battles ≥ 1, --turns 1..9, --latency ≥ 0, --workers and "
                                "--threads ≥ 1")
         bench = _benchmark()
@@ -192,8 +198,8 @@ class Command(BaseCommand):
                 arena = arena_open(benchmark=bench, systems=systems)
                 port = _free_port()
                 web = self._gunicorn(port, workers, threads, timing, profile)
-                result = self._run(f"http://127.0.0.1:{port}", bench.slug, battles, turns, web,
-                                   systems_process, urls)
+                result = self._run(f"http://127.0.0.1:{port}", bench.slug, battles, turns, think,
+                                   web, systems_process, urls)
             finally:
                 if web is not None:
                     web.terminate()
@@ -211,7 +217,7 @@ class Command(BaseCommand):
             "systems": round(1000 * result["cpu_s"]["systems"] / count, 1),
             "browsers": round(1000 * result["cpu_s"]["browsers"] / count, 1)}
         result["cpu_s"]["web"] = round(sum(result["cpu_s"]["web"].values()), 2)
-        result.update({"battles": battles, "turns": turns, "latency_s": latency,
+        result.update({"battles": battles, "turns": turns, "latency_s": latency, "think_s": think,
                        "workers": workers, "threads": threads,
                        "load_average": [round(x, 2) for x in os.getloadavg()]})
         if as_json:
@@ -220,10 +226,11 @@ class Command(BaseCommand):
         cpu = result["cpu_ms_per_turn"]
         self.stdout.write(
             f"{battles} battles × {turns} turns at once against gunicorn ({workers} workers × "
-            f"{threads} threads), systems answering in {latency * 1000:.0f} ms: Concord's own "
-            f"time per turn p50 {result['concord_ms_p50']} ms, p95 {result['concord_ms_p95']} "
-            f"ms, max {result['concord_ms_max']} ms ({result['failed_answers']} failed "
-            f"answers, load average {result['load_average'][0]}).\n"
+            f"{threads} threads), systems answering in {latency * 1000:.0f} ms, think time "
+            f"0–{think} s: Concord's own time per turn p50 {result['concord_ms_p50']} ms, "
+            f"p95 {result['concord_ms_p95']} ms, max {result['concord_ms_max']} ms "
+            f"({result['failed_answers']} failed answers, "
+            f"load average {result['load_average'][0]}).\n"
             f"CPU per turn: web workers {cpu['web']} ms (of it the requests' own threads "
             f"{cpu['web_requests']} ms), systems {cpu['systems']} ms, browsers "
             f"{cpu['browsers']} ms; SQL server not counted.")
@@ -254,7 +261,7 @@ class Command(BaseCommand):
         web.terminate()
         raise CommandError("gunicorn did not answer within 2 minutes")
 
-    def _run(self, base, benchmark, battles, turns, web, systems_process, urls) -> dict:
+    def _run(self, base, benchmark, battles, turns, think, web, systems_process, urls) -> dict:
         records, errors, lock = [], [], threading.Lock()
         warmed, measured = threading.Barrier(battles + 1), threading.Barrier(battles + 1)
 
@@ -264,7 +271,11 @@ class Command(BaseCommand):
                 uuid = browser.start(benchmark)
                 browser.turn(uuid, 0)  # unmeasured: warms the worker that serves it
                 warmed.wait()
-                own = [browser.turn(uuid, index) for index in range(1, turns + 1)]
+                pause = random.Random(number)  # the same pauses on every run
+                own = []
+                for index in range(1, turns + 1):
+                    time.sleep(pause.uniform(0, think))
+                    own.append(browser.turn(uuid, index))
                 with lock:
                     records.extend(own)
             except Exception as error:  # noqa: BLE001 - reported below
