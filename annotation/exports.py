@@ -44,7 +44,8 @@ def _estimate_cells(estimate: Mapping | None, prefix: str = "") -> dict:
     estimate = estimate or {}
     return {f"{prefix}value": estimate.get("value"), f"{prefix}ci_low": estimate.get("ci_low"),
             f"{prefix}ci_high": estimate.get("ci_high"),
-            f"{prefix}note": estimate.get("undefined_reason") or ""}
+            f"{prefix}note": estimate.get("undefined_reason")
+            or (estimate.get("params") or {}).get("ci_note") or ""}
 
 
 def agreement_tables(report: Mapping) -> list[Table]:

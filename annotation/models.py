@@ -12,6 +12,14 @@ from django.db import models
 from django.db.models import F, Q
 
 from annotation.lib import taskforms
+from evaluation.lib.stats.methods import interval_is_current, interval_version
+
+VALIDATION_INTERVAL = "evaluator_correlation"
+
+
+def validation_interval_version() -> int:
+    """The current version of a stored metric–human correlation's interval."""
+    return interval_version(VALIDATION_INTERVAL)
 
 
 class Study(models.Model):
@@ -435,6 +443,10 @@ class MetricValidation(models.Model):
     clusters = models.PositiveIntegerField(help_text="dialogues behind the interval")
     rank = models.PositiveIntegerField(null=True, blank=True)
     computed_at = models.DateTimeField()
+    # The interval's (and rank's) procedure and its version (methods.INTERVAL_VERSIONS): ""
+    # and 0 before they were recorded; `recompute_intervals` refreshes such a study.
+    ci_method = models.CharField(max_length=60, default=VALIDATION_INTERVAL)
+    ci_version = models.PositiveSmallIntegerField(default=validation_interval_version)
 
     class Meta:
         constraints = [
@@ -449,6 +461,10 @@ class MetricValidation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.evaluator} · {self.metric} vs {self.aspect} ({self.study_id}, {self.scope})"
+
+    @property
+    def ci_is_current(self) -> bool:
+        return interval_is_current(self.ci_method, self.ci_version)
 
 
 class StudyValidationState(models.Model):

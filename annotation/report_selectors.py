@@ -32,6 +32,7 @@ from annotation.lib.labels import (
     native_fields,
     native_rows,
 )
+from evaluation.lib.stats.methods import interval_versions_key
 from evaluation.models import Dialogue, Job, Run, UnitScore
 
 from .models import Annotation, ImportedField, ImportedLabel, Study, StudyItem, StudyMember
@@ -291,8 +292,9 @@ def _fingerprint(study: Study, *, runs: bool) -> str:
         labels = Annotation.objects.filter(item__study=study).aggregate(
             n=Count("pk"), last=Max("updated_at"))
     excluded = list(study.members.filter(excluded=True).values_list("pk", flat=True))
-    parts = [concord_version(), study.pk, study.created_at, study.source, labels["n"],
-             labels["last"], excluded]
+    # The methods' versions: a report cached before a statistical method changed is not served.
+    parts = [concord_version(), interval_versions_key(), study.pk, study.created_at,
+             study.source, labels["n"], labels["last"], excluded]
     if runs:  # a run finishing (again), a new run, a submission published or withdrawn
         succeeded = Q(job__status=Job.Status.SUCCEEDED)
         parts.append(Run.objects.filter(submission__benchmark=study.benchmark).aggregate(

@@ -13,6 +13,9 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from evaluation.lib.stats.clustered import MEAN_METHOD
+from evaluation.lib.stats.methods import interval_is_current, interval_version
+
 # Fields stored as they come in the bundle (formats.md §1); absent optional values are NULL.
 BENCHMARK_FIELDS = ("name", "version", "domain", "description", "license", "citation",
                     "protocols", "splits")
@@ -576,6 +579,11 @@ class UnitScore(models.Model):
         return f"{self.metric}[{self.unit_id}]={self.value}"
 
 
+def mean_interval_version() -> int:
+    """The current version of a run summary's interval (the default of new rows)."""
+    return interval_version(MEAN_METHOD)
+
+
 class MetricSummary(models.Model):
     """A system-level value of a run: mean, 95% cluster-bootstrap CI, n, direction."""
 
@@ -593,6 +601,10 @@ class MetricSummary(models.Model):
     std = models.FloatField(null=True, blank=True)
     n = models.PositiveIntegerField(default=0)
     undefined_reason = models.CharField(max_length=300, blank=True)
+    # The interval's procedure and its version (methods.INTERVAL_VERSIONS); rows stored before
+    # they were recorded have "" and 0, and `recompute_intervals` recomputes them.
+    ci_method = models.CharField(max_length=60, default=MEAN_METHOD)
+    ci_version = models.PositiveSmallIntegerField(default=mean_interval_version)
 
     class Meta:
         ordering = ["axis", "metric"]
@@ -604,6 +616,10 @@ class MetricSummary(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric}={self.value}"
+
+    @property
+    def ci_is_current(self) -> bool:
+        return interval_is_current(self.ci_method, self.ci_version)
 
 
 class LLMCacheEntry(models.Model):

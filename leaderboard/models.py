@@ -9,6 +9,14 @@ never by a page and never by hand.
 
 from django.db import models
 
+from evaluation.lib.stats.clustered import RANK_METHOD
+from evaluation.lib.stats.methods import interval_is_current, interval_version
+
+
+def rank_method_version() -> int:
+    """The current version of the ranks' test (the default of new snapshots)."""
+    return interval_version(RANK_METHOD)
+
 
 class RunClusterStats(models.Model):
     """Per-dialogue sums and counts of a finished run's unit values, one row per run.
@@ -52,6 +60,10 @@ class RankSnapshot(models.Model):
     bootstrap = models.JSONField(default=dict)
     seconds = models.FloatField(default=0.0, help_text="how long the computation took")
     computed_at = models.DateTimeField(auto_now=True)
+    # The test's procedure and its version (methods.INTERVAL_VERSIONS): a snapshot of another
+    # version is stale, like one of other runs ("" and 0: stored before they were recorded).
+    method = models.CharField(max_length=60, default=RANK_METHOD)
+    method_version = models.PositiveSmallIntegerField(default=rank_method_version)
 
     class Meta:
         constraints = [
@@ -62,3 +74,7 @@ class RankSnapshot(models.Model):
     def __str__(self) -> str:
         return (f"ranks of {self.evaluator} on {self.benchmark_id}/{self.protocol} "
                 f"({self.splits or 'all'})")
+
+    @property
+    def is_current(self) -> bool:
+        return interval_is_current(self.method, self.method_version)

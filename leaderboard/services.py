@@ -9,12 +9,18 @@ from collections.abc import Sequence
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import DatabaseError, transaction
 
+from annotation.models import Study
+from annotation.services.validation import metric_validations_refresh
 from config.roles import RESEARCHER
+from evaluation.models import Run
 from evaluation.services.jobs import task_enqueue
+from evaluation.services.results import summaries_recompute
 from leaderboard.lib import rank_tables
 
 from .models import RankSnapshot, RunClusterStats
+from .selectors.intervals import stale_intervals
 from .selectors.ranks import cluster_rows, rank_snapshot_compute
 from .selectors.runs import RunChoice, board_runs
 
@@ -64,7 +70,8 @@ def rank_snapshot_refresh(*, benchmark_id: int, protocol: str, evaluator: str, c
     snapshot, _ = RankSnapshot.objects.update_or_create(
         benchmark_id=benchmark_id, protocol=protocol, evaluator=evaluator, splits=coverage,
         defaults={field: getattr(computed, field)
-                  for field in ("run_ids", "metrics", "better", "bootstrap", "seconds")})
+                  for field in ("run_ids", "metrics", "better", "bootstrap", "seconds", "method",
+                                "method_version")})
     return snapshot
 
 
@@ -85,7 +92,7 @@ def rank_snapshots_refresh(*, benchmark, protocol: str) -> list[RankSnapshot]:
         for evaluator in sorted({key[1] for key in choice.latest}):
             candidates = choice.candidates(evaluator)
             snapshot = stored.get((coverage, evaluator))
-            if snapshot is None or snapshot.run_ids != candidates:
+            if snapshot is None or snapshot.run_ids != candidates or not snapshot.is_current:
                 snapshot = rank_snapshot_refresh(benchmark_id=benchmark.pk, protocol=protocol,
                                                  evaluator=evaluator, coverage=coverage,
                                                  run_ids=candidates)
@@ -95,3 +102,45 @@ def rank_snapshots_refresh(*, benchmark, protocol: str) -> list[RankSnapshot]:
     if gone:
         RankSnapshot.objects.filter(pk__in=gone).delete()
     return snapshots
+
+
+# --- intervals stored with an older method (statistics.md "Stored intervals and their method")
+
+RECOMPUTE_TASK = "leaderboard.tasks.recompute_intervals_job"
+
+
+def intervals_recompute(*, progress=None) -> dict[str, int]:
+    """Recompute every stored interval whose method or version is not today's: each such run's
+    summaries (as the run computed them), each such study's metric–human correlations (its
+    trust-column rows) and each such rank snapshot. Idempotent: a second call finds nothing.
+    PROGRESS(stage, done, total) is called after every item."""
+    stale = stale_intervals()
+    report = progress or (lambda stage, done, total: None)
+    for done, run in enumerate(Run.objects.filter(pk__in=stale.run_ids).order_by("pk"), 1):
+        with transaction.atomic():
+            summaries_recompute(run=run)
+        report("run summaries", done, len(stale.run_ids))
+    studies = Study.objects.filter(pk__in=stale.study_ids).select_related("benchmark")
+    for done, study in enumerate(studies.order_by("pk"), 1):
+        metric_validations_refresh(study=study, force=True)
+        report("metric-human correlations", done, len(stale.study_ids))
+    snapshots = RankSnapshot.objects.filter(pk__in=stale.snapshot_ids).order_by("pk")
+    for done, snapshot in enumerate(snapshots, 1):
+        rank_snapshot_refresh(benchmark_id=snapshot.benchmark_id, protocol=snapshot.protocol,
+                              evaluator=snapshot.evaluator, coverage=snapshot.splits,
+                              run_ids=snapshot.run_ids)
+        report("rank snapshots", done, len(stale.snapshot_ids))
+    return {"runs": len(stale.run_ids), "studies": len(stale.study_ids),
+            "rank_snapshots": len(stale.snapshot_ids)}
+
+
+def intervals_recompute_enqueue(**_signal) -> bool:
+    """Queue `intervals_recompute` when something is stale (the receiver of `post_migrate`:
+    a migration that records methods leaves the older rows to it); True when queued."""
+    try:
+        if not stale_intervals().total:
+            return False
+    except DatabaseError:  # a migration backwards left a table out: nothing to recompute
+        return False
+    task_enqueue(RECOMPUTE_TASK)
+    return True

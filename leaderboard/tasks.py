@@ -4,7 +4,7 @@ from celery import shared_task
 
 from evaluation.models import Benchmark
 
-from .services import rank_snapshots_refresh
+from .services import intervals_recompute, rank_snapshots_refresh
 
 
 @shared_task(acks_late=True)
@@ -14,3 +14,9 @@ def refresh_ranks_job(benchmark_id: int, protocol: str) -> None:
     benchmark = Benchmark.objects.filter(pk=benchmark_id).first()
     if benchmark is not None:
         rank_snapshots_refresh(benchmark=benchmark, protocol=protocol)
+
+
+@shared_task(acks_late=True)
+def recompute_intervals_job() -> None:
+    """Recompute the intervals stored with an older method (queued after `migrate`)."""
+    intervals_recompute()

@@ -21,7 +21,13 @@ from django.utils import timezone
 
 from evaluation.services.jobs import task_enqueue
 
-from ..models import MetricValidation, Study, StudyValidationState
+from ..models import (
+    VALIDATION_INTERVAL,
+    MetricValidation,
+    Study,
+    StudyValidationState,
+    validation_interval_version,
+)
 from ..report_selectors import (
     TRAINED_SUFFIX,
     study_field_specs,
@@ -60,7 +66,8 @@ def metric_validations_refresh(*, study: Study, force: bool = False) -> int | No
                     aspect=spec.name[:100], aspect_label=spec.title[:200],
                     method=board["method"], value=row["value"], ci_low=row["ci_low"],
                     ci_high=row["ci_high"], units=row["n"]["units"],
-                    clusters=row["n"]["clusters"], rank=row["rank"], computed_at=now))
+                    clusters=row["n"]["clusters"], rank=row["rank"], computed_at=now,
+                    ci_method=VALIDATION_INTERVAL, ci_version=validation_interval_version()))
     with transaction.atomic():
         MetricValidation.objects.filter(study=study).delete()
         MetricValidation.objects.bulk_create(rows)

@@ -328,6 +328,8 @@ def run_results(*, run: Run) -> dict:
             "direction": summary.direction, "value": summary.value,
             "ci": [summary.ci_low, summary.ci_high], "std": summary.std, "n": summary.n,
             "undefined_reason": summary.undefined_reason or None,
+            # False: the interval was stored by an older method (recompute_intervals)
+            "ci_current": summary.ci_is_current,
         }
     _attach_no_hit_rule(run, metrics)
     submission = run.submission

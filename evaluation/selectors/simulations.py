@@ -3,6 +3,7 @@ PC_t curve per K (PEPPER Fig. 3 style) and the dialogues, hidden parts only wher
 
 from evaluation.lib import charts
 from evaluation.lib.metrics.preference import KS
+from evaluation.lib.stats.methods import interval_is_current
 from evaluation.models import MetricSummary, Simulation
 
 CHART_KS = (1, 10, 50)
@@ -35,8 +36,10 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
     trace_run = report.get("trace_run")
     trace = list(MetricSummary.objects.filter(run_id=trace_run, metric__in=TRACE_SHOWN)
                  .values("metric", "axis", "value", "ci_low", "ci_high", "n",
-                         "undefined_reason")) if trace_run else []
+                         "undefined_reason", "ci_method", "ci_version")) if trace_run else []
     trace.sort(key=lambda row: TRACE_SHOWN.index(row["metric"]))
+    for row in trace:  # an interval stored by an older method is marked (recompute_intervals)
+        row["ci_current"] = interval_is_current(row.pop("ci_method"), row.pop("ci_version"))
     return {"simulation": simulation, "config": simulation.config, "curves": curves,
             "trace_run": trace_run, "trace": trace,
             "table": table, "failed": report.get("failed"),

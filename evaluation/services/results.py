@@ -4,14 +4,27 @@ Both are upserted, on (run, metric, unit) and (run, metric), so executing a run 
 it) twice leaves exactly the rows of executing it once.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 from django.db import connection, transaction
 
 from evaluation.lib.progress import Progress
 from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE
 from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums, sample_std
-from evaluation.lib.stats.clustered import cluster_mean
+from evaluation.lib.stats.clustered import MEAN_METHOD, cluster_mean
+from evaluation.lib.stats.methods import interval_version
 from evaluation.models import MetricSummary, Run, UnitScore
+from evaluation.selectors.benchmarks import run_metric_specs
+from evaluation.selectors.run_chunks import run_cluster_sums
+
+UPDATED = ["axis", "direction", "value", "ci_low", "ci_high", "std", "n", "undefined_reason",
+           "ci_method", "ci_version"]
+
+
+def _interval_stamp() -> dict:
+    """The method and version every summary's interval is computed with (cluster_mean)."""
+    return {"ci_method": MEAN_METHOD, "ci_version": interval_version(MEAN_METHOD)}
 
 
 @transaction.atomic
@@ -83,13 +96,12 @@ def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress
             ci_high=estimate.ci_high if estimate else None,
             std=float(np.std(values, ddof=1)) if len(values) > 1 and estimate else None,
             n=len(values) if estimate else 0, undefined_reason=reason[:300],
+            **_interval_stamp(),
         ))
         if done % 10 == 0 or done == len(specs):
             progress("bootstrap", done, len(specs))
     MetricSummary.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=["run", "metric"],
-        update_fields=["axis", "direction", "value", "ci_low", "ci_high", "std", "n",
-                       "undefined_reason"],
+        rows, update_conflicts=True, unique_fields=["run", "metric"], update_fields=UPDATED,
     )
 
 
@@ -115,12 +127,69 @@ def summaries_upsert_from_sums(run: Run, specs, sums, unavailable, progress: Pro
             ci_low=estimate.ci_low if estimate else None,
             ci_high=estimate.ci_high if estimate else None,
             std=sample_std(sum(totals), squares, n) if estimate else None,
-            n=n if estimate else 0, undefined_reason=reason[:300],
+            n=n if estimate else 0, undefined_reason=reason[:300], **_interval_stamp(),
         ))
         if done % 10 == 0 or done == len(specs):
             progress("bootstrap", done, len(specs))
     MetricSummary.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=["run", "metric"],
-        update_fields=["axis", "direction", "value", "ci_low", "ci_high", "std", "n",
-                       "undefined_reason"],
+        rows, update_conflicts=True, unique_fields=["run", "metric"], update_fields=UPDATED,
     )
+
+
+# --- intervals stored with an older method (statistics.md "Stored intervals and their method")
+
+
+@dataclass(frozen=True)
+class _StoredSpec:
+    """A metric as `summaries_upsert_from_sums` needs it, for a run whose evaluator declares
+    no specs (imported scores, simulated users): its stored axis and direction."""
+
+    name: str
+    axis: str
+    direction: str
+    range: tuple | None = None
+
+
+def _recompute_specs(run: Run, stored: list[MetricSummary]) -> list:
+    declared = {spec.name: spec for spec in run_metric_specs(run)}
+    return [declared.get(row.metric) or _StoredSpec(row.metric, row.axis, row.direction)
+            for row in stored]
+
+
+def _preference_recompute(run: Run, stored: list[MetricSummary]) -> int:
+    """A simulation's preference coverage, as `simulations._finish` stores it: the interval
+    over the simulated users' values (one unit each, in the order stored), cut to [0, 1], n =
+    users and no standard deviation."""
+    for row in stored:
+        values = list(UnitScore.objects.filter(run=run, metric=row.metric).exclude(value=None)
+                      .order_by("pk").values_list("value", "dialogue_id"))
+        if not values:
+            row.ci_method, row.ci_version = _interval_stamp().values()
+            continue
+        estimate = cluster_mean([v for v, _ in values], [c for _, c in values],
+                                bounds=(0.0, 1.0))
+        row.value, row.ci_low, row.ci_high = estimate.value, estimate.ci_low, estimate.ci_high
+        row.n = estimate.n.get("clusters", 0)
+        row.undefined_reason = estimate.undefined_reason or ""
+        row.ci_method, row.ci_version = _interval_stamp().values()
+    MetricSummary.objects.bulk_update(stored, ["value", "ci_low", "ci_high", "n",
+                                               "undefined_reason", "ci_method", "ci_version"])
+    return len(stored)
+
+
+def summaries_recompute(*, run: Run) -> int:
+    """Recompute every summary of RUN from its stored unit values with today's interval, as a
+    finished run computes them (`run_finalize`: per-dialogue sums, the metric's range; a
+    simulation's preference coverage as the simulation does); the number of summaries
+    recomputed. A metric none of whose units has a value keeps its reason."""
+    stored = list(run.summaries.order_by("pk"))
+    if run.evaluator.startswith("simulation."):
+        return _preference_recompute(run, stored)
+    sums = run_cluster_sums(run=run)
+    unavailable = dict(run.unavailable or {})
+    unavailable.update({row.metric: row.undefined_reason for row in stored
+                        if row.metric not in sums and row.metric not in unavailable
+                        and row.undefined_reason})
+    summaries_upsert_from_sums(run, _recompute_specs(run, stored), sums, unavailable,
+                               lambda stage, done, total: None)
+    return len(stored)

@@ -15,11 +15,14 @@ called significant:
 - ``metric_board_fwer``: two equally good evaluators on the metric leaderboard
   (``rank_evaluators`` with dialogue clusters): share ranked apart;
 - ``alpha_coverage``: Krippendorff's alpha interval of the study report (``alpha_with_ci``) at the
-  interval, ordinal and nominal level, with as many units as the other checks have dialogues;
+  interval, ordinal and nominal level, with as many units as the other checks have dialogues,
+  and on two yes/no designs with a rarer answer; coverage counts the intervals the report
+  shows, and a "shown" row says what share of the studies get one;
 - ``arena_coverage``: the arena page's rating intervals (``arena.arena_table``), votes among
   ``ARENA_SYSTEMS`` systems of known Bradley–Terry strengths, ``ARENA_VOTES_PER_COLUMN`` votes per
   dialogue of the column: Bradley–Terry against the population Bradley–Terry rating, Elo against
-  the expected online Elo after that many votes (its only fixed target; statistics.md "Arena").
+  the expected online Elo after that many votes (its only fixed target; statistics.md "Arena");
+  Bradley–Terry also on systems spread twice as wide, with the share of arenas shown intervals.
 
 Design: each dialogue has 2–8 turns (uniform), a dialogue effect and turn noise of equal variance
 (intra-dialogue correlation 0.5); binary turns draw a dialogue success rate from Beta(3, 7)
@@ -60,11 +63,13 @@ class Check:
 
     key: str
     label: str
-    kind: str  # coverage | size | fwer
+    kind: str  # coverage | size | fwer | shown (a share, no goal)
     code_path: str
     values: dict[int, float] = field(default_factory=dict)
 
     def goal(self) -> str:
+        if self.kind == "shown":
+            return "(share)"
         if self.kind == "coverage":
             return f"{NOMINAL:.2f} ± {COVERAGE_TOLERANCE:.2f}"
         if self.kind == "size":
@@ -73,6 +78,10 @@ class Check:
 
     def within_goal(self, value: float, reps: int) -> bool:
         """Whether ``value`` meets the goal, allowing two Monte Carlo standard errors."""
+        if self.kind == "shown":
+            return True
+        if math.isnan(value):  # no study showed an interval: nothing to judge
+            return True
         target = NOMINAL if self.kind == "coverage" else LEVEL
         slack = 2.0 * math.sqrt(target * (1.0 - target) / max(reps, 1))
         if self.kind == "coverage":
@@ -88,7 +97,8 @@ class Check:
             "kind": self.kind,
             "code_path": self.code_path,
             "goal": self.goal(),
-            "values": {str(g): v for g, v in self.values.items()},
+            # None: no simulated study showed an interval (a coverage of nothing)
+            "values": {str(g): None if math.isnan(v) else v for g, v in self.values.items()},
             "within_goal": {str(g): self.within_goal(v, reps) for g, v in self.values.items()},
         }
 
@@ -219,18 +229,27 @@ ORDINAL_CUTS = (-1.2, -0.4, 0.4, 1.2)
 NOMINAL_CUT = 0.5
 
 
-def _ratings(rng, units: int, level: str, annotators: int = ALPHA_ANNOTATORS) -> np.ndarray:
+# The yes/no designs: (cut, annotators). "nominal" is the bench's design (31% yes); "rare" a
+# category that 16% of the values take (population alpha 0.54), "pair" two annotators on the
+# bench's design: where the interval was too short (statistics.md, "Too few values of the rarer
+# categories"), so it is shown only from MIN_MINORITY_VALUES values outside the commoner answer.
+YES_NO_DESIGNS = {"nominal": (NOMINAL_CUT, ALPHA_ANNOTATORS), "rare": (1.0, ALPHA_ANNOTATORS),
+                  "pair": (NOMINAL_CUT, 2)}
+
+
+def _ratings(rng, units: int, level: str, annotators: int = ALPHA_ANNOTATORS,
+             cut: float = NOMINAL_CUT) -> np.ndarray:
     truth = rng.normal(size=units) * math.sqrt(ALPHA_RHO)
     ratings = truth[None, :] + rng.normal(size=(annotators, units)) * math.sqrt(1 - ALPHA_RHO)
     if level == "ordinal":
         return np.digitize(ratings, ORDINAL_CUTS).astype(float) + 1.0
     if level == "nominal":
-        return (ratings > NOMINAL_CUT).astype(float)
+        return (ratings > cut).astype(float)
     return ratings
 
 
-@lru_cache(maxsize=4)
-def true_alpha(level: str) -> float:
+@lru_cache(maxsize=8)
+def true_alpha(level: str, cut: float = NOMINAL_CUT) -> float:
     """The population alpha of the design: ALPHA_RHO at the interval level; for two categories
     1 − P(two ratings of a unit differ) / P(two ratings of different units differ), from the
     bivariate normal; the ordinal value from one seeded study of 300,000 units (its own
@@ -238,17 +257,23 @@ def true_alpha(level: str) -> float:
     if level == "interval":
         return ALPHA_RHO
     if level == "nominal":
-        yes = stats.norm.sf(NOMINAL_CUT)
+        yes = stats.norm.sf(cut)
         both = stats.multivariate_normal([0.0, 0.0], [[1.0, ALPHA_RHO], [ALPHA_RHO, 1.0]]).cdf(
-            [-NOMINAL_CUT, -NOMINAL_CUT])
+            [-cut, -cut])
         return 1.0 - 2.0 * (yes - both) / (2.0 * yes * (1.0 - yes))
     return compute_alpha(_ratings(np.random.default_rng(99), 300_000, level), level).value
 
 
-def alpha_coverage(rng, units: int, level: str) -> bool:
-    estimate = alpha_with_ci(_ratings(rng, units, level), level)
-    truth = true_alpha(level)
-    return estimate.ci_low is not None and estimate.ci_low <= truth <= estimate.ci_high
+def alpha_coverage(rng, units: int, level: str) -> bool | None:
+    """Whether the study report's interval covers the population alpha; None when the report
+    shows no interval (a yes/no field below the rule's count). LEVEL is "interval", "ordinal"
+    or a key of YES_NO_DESIGNS."""
+    cut, annotators = YES_NO_DESIGNS.get(level, (NOMINAL_CUT, ALPHA_ANNOTATORS))
+    measured = "nominal" if level in YES_NO_DESIGNS else level
+    estimate = alpha_with_ci(_ratings(rng, units, measured, annotators, cut), measured)
+    if estimate.ci_low is None:
+        return None
+    return estimate.ci_low <= true_alpha(measured, cut) <= estimate.ci_high
 
 
 # Arena: ARENA_SYSTEMS systems whose true ratings are evenly spaced from 880 to 1120 Elo (the best
@@ -262,24 +287,29 @@ ARENA_VOTES_PER_COLUMN = 10
 ARENA_ELO_TARGET_ARENAS = 4000  # simulated arenas averaged for the expected Elo (MC error ~0.5)
 
 
-def arena_strengths() -> np.ndarray:
+# The wide design: the same 9 systems spread from 700 to 1300 (the best beats the worst 97% of
+# the time), where skipped resamples made the percentile interval too short at 100 votes.
+ARENA_WIDE_ELO_SPREAD = 300.0
+
+
+def arena_strengths(spread: float = ARENA_ELO_SPREAD) -> np.ndarray:
     """The systems' natural-log Bradley–Terry strengths θ (Elo = 1000 + 400 θ / ln 10)."""
-    elo = np.linspace(-ARENA_ELO_SPREAD, ARENA_ELO_SPREAD, ARENA_SYSTEMS)
+    elo = np.linspace(-spread, spread, ARENA_SYSTEMS)
     return elo * math.log(arena.ELO_BASE) / arena.ELO_SCALE
 
 
-def _arena_votes(rng, votes: int):
+def _arena_votes(rng, votes: int, spread: float = ARENA_ELO_SPREAD):
     return arena.simulated_votes(votes, ARENA_SYSTEMS, tie_share=ARENA_TIE_SHARE,
-                                 strengths=arena_strengths(), rng=rng)
+                                 strengths=arena_strengths(spread), rng=rng)
 
 
-@lru_cache(maxsize=1)
-def true_bradley_terry() -> dict[str, float]:
+@lru_cache(maxsize=4)
+def true_bradley_terry(spread: float = ARENA_ELO_SPREAD) -> dict[str, float]:
     """The population Bradley–Terry ratings the fit estimates: the fit on the expected win
     table. Every pair is equally likely and i scores (1 − τ) expit(θ_i − θ_j) + τ/2 against j
     on average (τ the tie share, a tie half a win), so the target is the maximum of the expected
     likelihood; with ties it is a little closer to 1000 than the strengths themselves."""
-    theta = arena_strengths()
+    theta = arena_strengths(spread)
     expected = ((1.0 - ARENA_TIE_SHARE) * special.expit(theta[:, None] - theta[None, :])
                 + ARENA_TIE_SHARE / 2.0)
     np.fill_diagonal(expected, 0.0)
@@ -303,22 +333,32 @@ def expected_elo(votes: int) -> dict[str, float]:
     return dict(zip(names, (total / ARENA_ELO_TARGET_ARENAS).tolist(), strict=True))
 
 
-def arena_coverage(rng, count: int, method: str) -> float:
+def arena_coverage(rng, count: int, method: str) -> float | None:
     """Share of the arena's systems whose 95% interval (``arena_table``, as the page computes
-    it) covers the target; an arena without ratings covers nothing."""
+    it) covers the target; None when the page shows no intervals (no ratings, or too few
+    votes for an interval). METHOD "bt_wide" is Bradley–Terry on the wide design."""
     votes = ARENA_VOTES_PER_COLUMN * count
-    table = arena.arena_table(_arena_votes(rng, votes), method=method)
-    truth = true_bradley_terry() if method == "bt" else expected_elo(votes)
-    if table.undefined_reason is not None:
-        return 0.0
-    covered = [row.ci_low is not None and row.ci_low <= truth[row.system] <= row.ci_high
-               for row in table.rows]
-    return float(np.mean(covered)) if covered else 0.0
+    spread = ARENA_WIDE_ELO_SPREAD if method == "bt_wide" else ARENA_ELO_SPREAD
+    fitted = "bt" if method == "bt_wide" else method
+    table = arena.arena_table(_arena_votes(rng, votes, spread), method=fitted)
+    truth = true_bradley_terry(spread) if fitted == "bt" else expected_elo(votes)
+    covered = [row.ci_low <= truth[row.system] <= row.ci_high for row in table.rows
+               if row.ci_low is not None]
+    return float(np.mean(covered)) if covered else None
 
 
 def _share(simulate: Callable[[np.random.Generator], bool], reps: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     return float(np.mean([simulate(rng) for _ in range(reps)]))
+
+
+def _shown_share(simulate: Callable[[np.random.Generator], float | None], reps: int,
+                 seed: int) -> tuple[float, float]:
+    """(the mean of SIMULATE over the studies that show an interval, the share that do)."""
+    rng = np.random.default_rng(seed)
+    results = [simulate(rng) for _ in range(reps)]
+    shown = [float(r) for r in results if r is not None]
+    return (float(np.mean(shown)) if shown else float("nan")), len(shown) / reps
 
 
 def _checks() -> list[Check]:
@@ -349,7 +389,23 @@ def _checks() -> list[Check]:
               "agreement.alpha_with_ci (study report)"),
         Check("alpha_nominal", "95% CI of Krippendorff's alpha, nominal yes/no", "coverage",
               "agreement.alpha_with_ci (study report)"),
+        Check("alpha_nominal_shown", "  share of yes/no fields given an interval", "shown",
+              "agreement.alpha_with_ci (study report)"),
+        Check("alpha_rare", "95% CI of alpha, yes/no, 16% yes", "coverage",
+              "agreement.alpha_with_ci (study report)"),
+        Check("alpha_rare_shown", "  share given an interval", "shown",
+              "agreement.alpha_with_ci (study report)"),
+        Check("alpha_pair", "95% CI of alpha, yes/no, 2 annotators", "coverage",
+              "agreement.alpha_with_ci (study report)"),
+        Check("alpha_pair_shown", "  share given an interval", "shown",
+              "agreement.alpha_with_ci (study report)"),
         Check("arena_bt", "95% CI of Bradley-Terry rating (9 sys, 10x votes)", "coverage",
+              "arena.arena_table method=bt (arena page, export, API)"),
+        Check("arena_bt_shown", "  share of arenas given intervals", "shown",
+              "arena.arena_table method=bt (arena page, export, API)"),
+        Check("arena_bt_wide", "95% CI of Bradley-Terry, 700-1300 (10x votes)", "coverage",
+              "arena.arena_table method=bt (arena page, export, API)"),
+        Check("arena_bt_wide_shown", "  share of arenas given intervals", "shown",
               "arena.arena_table method=bt (arena page, export, API)"),
         Check("arena_elo", "95% CI of Elo vs expected Elo (9 sys, 10x votes)", "coverage",
               "arena.arena_table method=elo (arena page, export, API)"),
@@ -394,17 +450,25 @@ def run_checks(
                 lambda rng: correlation_coverage(rng, d, "spearman"), reps, b + 8),
             "metric_board": lambda d=dialogues, b=base: _share(
                 lambda rng: metric_board_fwer(rng, d), reps, b + 9),
-            **{f"alpha_{level}": lambda d=dialogues, b=base, level=level, k=k: _share(
+            # An interval that is not shown is not counted; "<key>_shown" is the share shown.
+            **{f"alpha_{level}": lambda d=dialogues, b=base, level=level, k=k: _shown_share(
                 lambda rng: alpha_coverage(rng, d, level), reps, b + 10 + k)
-               for k, level in enumerate(("interval", "ordinal", "nominal"))},
-            **{f"arena_{method}": lambda d=dialogues, b=base, method=method, k=k: _share(
+               for k, level in ((0, "interval"), (1, "ordinal"), (2, "nominal"), (5, "rare"),
+                                (6, "pair"))},
+            **{f"arena_{method}": lambda d=dialogues, b=base, method=method, k=k: _shown_share(
                 lambda rng: arena_coverage(rng, d, method), reps, b + 13 + k)
-               for k, method in enumerate(("bt", "elo"))},
+               for k, method in ((0, "bt"), (1, "elo"), (4, "bt_wide"))},
         }
         for key, compute in figures.items():
-            if only is not None and key not in only:
+            shown_key = f"{key}_shown"
+            if only is not None and key not in only and shown_key not in only:
                 continue
-            by_key[key].values[dialogues] = compute()
+            value = compute()
+            if isinstance(value, tuple):
+                value, shown = value
+                if shown_key in by_key:
+                    by_key[shown_key].values[dialogues] = shown
+            by_key[key].values[dialogues] = value
             if progress:
                 progress(f"{key} at {dialogues} dialogues")
         if only is None or {"diff_gaussian", "ttest_gaussian"} & set(only):
@@ -424,6 +488,7 @@ def report_text(checks: Sequence[Check], reps: int) -> str:
     lines = [f"bench_calibration: {reps} simulated studies per cell", header, "-" * len(header)]
     for check in checks:
         cells = "".join(
+            f"{'—':>7} " if math.isnan(check.values[g]) else
             f"{check.values[g]:>7.3f}{' ' if check.within_goal(check.values[g], reps) else '!'}"
             for g in counts
         )

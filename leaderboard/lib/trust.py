@@ -43,6 +43,7 @@ class Candidate:
     aspect: str
     aspect_label: str
     candidates: int = 1  # how many rows the choice was made from (set by `best`)
+    current: bool = True  # False: its interval was stored by an older method
 
     def agreement_low(self, higher_is_better: bool) -> float:
         return self.ci_low if higher_is_better else -self.ci_high

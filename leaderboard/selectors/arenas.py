@@ -13,6 +13,7 @@ from django.db.models import Count, Q, QuerySet
 from evaluation.lib import charts
 from evaluation.lib.stats.arena import METHODS, ArenaTable, arena_table
 from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES
+from evaluation.lib.stats.methods import interval_versions_key
 from evaluation.models import Arena, System, Vote
 
 METHOD_LABELS = {"elo": "online Elo (CRS Arena)", "bt": "Bradley–Terry (Chatbot Arena)"}
@@ -55,7 +56,7 @@ def rated(votes: list[tuple], *, method: str, n_resamples: int) -> ArenaTable:
     themselves (so a new vote, or different votes, can never get a stale table): the page, its
     export and the API then bootstrap once per set of votes, not once per request."""
     key = "arena-table:" + hashlib.sha256(
-        repr((method, n_resamples, votes)).encode()).hexdigest()
+        repr((method, n_resamples, interval_versions_key(), votes)).encode()).hexdigest()
     table = cache.get(key)
     if table is None:
         table = arena_table(votes, method=method, n_resamples=n_resamples)
@@ -104,6 +105,7 @@ def arena_board_payload(board: ArenaBoard) -> dict:
             "votes": table.n_votes, "params": table.params,
             "valid_resamples": table.valid_resamples,
             "undefined_reason": table.undefined_reason,
+            "ci_note": table.ci_note,
             "ci": "95% percentile bootstrap over votes (docs/statistics.md, Arena)"
                   + (": the spread of the order-dependent Elo, not an interval for strength"
                      if board.method == "elo" else ""),

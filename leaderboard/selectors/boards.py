@@ -17,6 +17,7 @@ from django.urls import reverse
 from evaluation.lib import charts
 from evaluation.lib.metrics.suite import NON_ANSWER, SUITE_NAME
 from evaluation.lib.simulators.simulators import simulated_protocol
+from evaluation.lib.stats.methods import OLDER_METHOD
 from evaluation.models import Job, Run, Simulation
 from leaderboard.lib import rank_tables
 from leaderboard.lib.trust import RULE as TRUST_RULE
@@ -26,6 +27,7 @@ from .columns import (
     Column,
     board_columns,
     board_summaries,
+    ci_text,
     fmt,
     metric_bounds,
     metric_rule,
@@ -163,13 +165,14 @@ def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
             if summary is None:
                 cells.append(Cell(None, "", title="not evaluated"))
                 continue
-            _axis, _direction, value, low, high, n, reason = summary
+            _axis, _direction, value, low, high, n, reason, current = summary
             text = fmt(value)
-            ci = f"[{fmt(low)}, {fmt(high)}]" if low is not None else ""
+            ci = ci_text(low, high, current)
             rule = (metric_rule(runs[column.evaluator], column.metric, summaries)
                     if column.metric in RULE_METRICS else None)
             cells.append(Cell(value, text, ci, low, high, n, links[column.evaluator] + anchor,
-                              title=reason or f"{column.metric} {text}, 95% CI {ci}, n = {n}",
+                              title=reason or f"{column.metric} {text}, 95% CI {ci}, n = {n}"
+                              + ("" if current else f" ({OLDER_METHOD})"),
                               rule=rule))
         first = runs[sorted(runs)[0]]
         row = Row(runs.get(SUITE_NAME, first), runs, cells,

@@ -13,6 +13,7 @@ from django.utils.text import slugify
 from evaluation.lib.metrics.recovery import no_hit_note
 from evaluation.lib.metrics.suite import HEADLINE_METRICS, NON_ANSWER, SUITE_NAME, metric_specs
 from evaluation.lib.simulators.simulators import SIMULATORS
+from evaluation.lib.stats.methods import interval_is_current
 from evaluation.models import MetricSummary
 
 from .runs import BoardRun
@@ -80,10 +81,18 @@ def metric_summaries(run_ids: list[int], where: Q | None = None) -> dict[int, di
     rows = (MetricSummary.objects.filter(where if where is not None else Q(run_id__in=run_ids))
             .order_by("pk")
             .values_list("run_id", "metric", "axis", "direction", "value", "ci_low", "ci_high",
-                         "n", "undefined_reason"))
+                         "n", "undefined_reason", "ci_method", "ci_version"))
     for row in rows:
-        by_run[row[0]][row[1]] = row[2:]
+        # (axis, direction, value, low, high, n, reason, whether the interval is current)
+        by_run[row[0]][row[1]] = (*row[2:9], interval_is_current(row[9], row[10]))
     return by_run
+
+
+def ci_text(low: float | None, high: float | None, current: bool = True) -> str:
+    """A stored interval as the pages print it; one stored by an older method says so."""
+    if low is None:
+        return ""
+    return f"[{fmt(low)}, {fmt(high)}]" + ("" if current else " (older method)")
 
 
 # What a row reads besides its columns: its non-answers and T2R's no-hit share (metric_rule).

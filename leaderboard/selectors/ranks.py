@@ -3,11 +3,12 @@ and evaluator (`RankSnapshot`).
 
 Reads never write. A page uses the stored snapshot when it covers exactly the runs the
 leaderboard may show; when it is missing or stale (a run finished or a submission was published
-and the refresh task has not run yet), the ranks are computed for that request only, in memory,
-from the stored per-run sums (or, for a run that has none yet, one grouped query over its unit
-values), and nothing is stored. Snapshots and per-run sums are stored only by
-`leaderboard.services.rank_snapshots_refresh`: the `refresh_ranks_job` task that
-`evaluation.signals.results_changed` triggers, and the `refresh_ranks` command.
+and the refresh task has not run yet, or it was computed by another version of the test), the
+ranks are computed for that request only, in memory, from the stored per-run sums (or, for a
+run that has none yet, one grouped query over its unit values), and nothing is stored.
+Snapshots and per-run sums are stored only by `leaderboard.services.rank_snapshots_refresh`:
+the `refresh_ranks_job` task that `evaluation.signals.results_changed` triggers, the
+`refresh_ranks` command and `recompute_intervals`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def rank_snapshots(*, benchmark, protocol: str, coverage: str, choice: RunChoice
     for evaluator in evaluators:
         candidates = choice.candidates(evaluator)
         snapshot = stored.get(evaluator)
-        if snapshot is None or snapshot.run_ids != candidates:
+        if snapshot is None or snapshot.run_ids != candidates or not snapshot.is_current:
             stored[evaluator] = rank_snapshot_compute(
                 benchmark_id=benchmark.pk, protocol=protocol, evaluator=evaluator,
                 coverage=coverage, run_ids=candidates,

@@ -14,7 +14,15 @@ from evaluation.lib.simulators.simulators import simulated_protocol
 from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums
 from evaluation.models import Benchmark, Dialogue, Job, Run, Simulation, Split, Submission
 
-from .columns import HEADLINE, board_columns, fmt, metric_bounds, metric_rule, metric_summaries
+from .columns import (
+    HEADLINE,
+    board_columns,
+    ci_text,
+    fmt,
+    metric_bounds,
+    metric_rule,
+    metric_summaries,
+)
 from .ranks import cluster_tables_read
 from .runs import BoardRun
 from .trust import column_trust
@@ -62,12 +70,12 @@ def system_results(*, runs: list[BoardRun], benchmark=None, user=None
     groups: dict[str, list[dict]] = defaultdict(list)
     for column in columns:
         run = by_evaluator[column.evaluator]
-        _axis, direction, value, low, high, n, reason = summaries[run.run_id][column.metric]
+        _axis, direction, value, low, high, n, reason, current = \
+            summaries[run.run_id][column.metric]
         groups[column.axis].append({
             "metric": column.metric, "evaluator": column.evaluator, "arrow": column.arrow,
             "direction": direction, "value": value, "text": fmt(value),
-            "ci": f"[{fmt(low)}, {fmt(high)}]" if low is not None else "", "n": n,
-            "reason": reason,
+            "ci": ci_text(low, high, current), "n": n, "reason": reason,
             "headline": column.metric in HEADLINE.get(column.evaluator, (column.metric,)),
             "href": reverse("run_detail", args=[run.run_id]) + column.anchor,
             "rule": metric_rule(run, column.metric, summaries),

@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from annotation.models import MetricValidation
+from evaluation.lib.stats.methods import OLDER_METHOD, interval_is_current
 from leaderboard.lib import trust as rule
 
 NOT_VALIDATED = "not validated"
@@ -38,7 +39,10 @@ class Trust:
     @property
     def ci(self) -> str:
         c = self.chosen
-        return f"[{c.ci_low:.2f}, {c.ci_high:.2f}] · n {c.units}" if c else ""
+        if c is None:
+            return ""
+        return f"[{c.ci_low:.2f}, {c.ci_high:.2f}] · n {c.units}" + (
+            "" if c.current else " · older method")
 
     @property
     def title(self) -> str:
@@ -50,7 +54,8 @@ class Trust:
         return (f"Agreement with human labels: Spearman ρ {c.value:.3f}, 95% CI "
                 f"[{c.ci_low:.3f}, {c.ci_high:.3f}], n = {c.units} units in {c.clusters} "
                 f"dialogues; study “{c.study_title}”, aspect {c.aspect_label or c.aspect}. "
-                f"Best of {c.candidates} measurement(s) by {rule.RULE}.")
+                f"Best of {c.candidates} measurement(s) by {rule.RULE}."
+                + ("" if c.current else f" Its interval was {OLDER_METHOD}."))
 
     def to_dict(self) -> dict | None:
         c = self.chosen
@@ -59,7 +64,7 @@ class Trust:
         return {"correlation": "spearman", "value": c.value, "ci_low": c.ci_low,
                 "ci_high": c.ci_high, "units": c.units, "dialogues": c.clusters,
                 "study": c.study, "study_title": c.study_title, "aspect": c.aspect,
-                "measurements": c.candidates, "url": self.href}
+                "measurements": c.candidates, "url": self.href, "current_method": c.current}
 
 
 def _visible(user) -> Q:
@@ -83,10 +88,12 @@ def column_trust(*, benchmark, columns: Iterable, user) -> dict[str, Trust]:
                     evaluator__in={c.evaluator for c in columns},
                     clusters__gte=rule.MIN_CLUSTERS)
             .values_list("evaluator", "metric", "value", "ci_low", "ci_high", "units",
-                         "clusters", "study__slug", "study__title", "aspect", "aspect_label"))
+                         "clusters", "study__slug", "study__title", "aspect", "aspect_label",
+                         "ci_method", "ci_version"))
     by_column: dict[tuple[str, str], list[rule.Candidate]] = defaultdict(list)
     for row in rows:
-        by_column[(row[0], row[1])].append(rule.Candidate(*row))
+        by_column[(row[0], row[1])].append(
+            rule.Candidate(*row[:11], current=interval_is_current(row[11], row[12])))
     board_url = reverse("annotation:metric_board", args=["__slug__"])
     out = {}
     for column in columns:

@@ -293,3 +293,20 @@ def test_readme_names_methods_snapshot_and_exclusions():
                                    exports.methods_used(report))
     assert "### krippendorff_alpha" in readme and "### leave_one_annotator_out" in readme
     assert "zed: failed gold" in readme and "Concord 0.1.0" in readme
+
+
+def test_a_rare_yes_no_field_reports_alpha_with_why_it_has_no_interval():
+    # 4 "yes" among 30 values: alpha, but no interval (statistics.md, "Too few values of the
+    # rarer categories"); the page's table, the CSV and the LaTeX say why in the note.
+    rare = {"A": ["y", "n", "n", "n", "n", "n", "n", "n", "n", "n"],
+            "B": ["y", "n", "n", "n", "n", "n", "n", "n", "y", "n"],
+            "C": ["y", "n", "n", "n", "n", "n", "n", "n", "n", "n"]}
+    report = reports.build_agreement(table_from(rare, "error.x", "nominal"))
+    estimate = alpha(report, "error.x", "nominal")
+    assert estimate["value"] is not None and estimate["ci_low"] is None
+    tables = exports.agreement_tables(report)
+    row = next(csv.DictReader(io.StringIO(exports.to_csv(tables[:1]))))
+    assert row["ci_low"] == "" and "too few values outside the most frequent" in row["note"]
+    assert "too few values outside the most frequent" in exports.to_latex(tables[:1])
+    display = exports.display_table(tables[0])
+    assert any("too few values" in cell["text"] for cell in display["rows"][0])

@@ -81,3 +81,42 @@ def test_the_move_keeps_rows_foreign_keys_and_content_types():
     for model, pk in old_types.items():
         assert ContentType.objects.get(pk=pk).app_label == "evaluation"
         assert not ContentType.objects.filter(app_label="leaderboard", model=model).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_summaries_stored_before_methods_were_recorded_read_as_an_older_method():
+    # evaluation 0020 (docs/statistics.md, "Stored intervals and their method"): existing rows
+    # get no method and version 0, so recompute_intervals and the pages treat them as older;
+    # rows stored afterwards get today's method and version.
+    from evaluation.lib.stats.methods import INTERVAL_VERSIONS
+
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes()
+    old = _migrate([("evaluation", "0019_job_submission_validation")])
+    try:
+        User = old.get_model("auth", "User")
+        owner = User.objects.create(username="owner")
+        benchmark = old.get_model("evaluation", "Benchmark").objects.create(
+            slug="tiny", name="Tiny", version="1.0")
+        system = old.get_model("evaluation", "System").objects.create(
+            slug="echo", name="Echo", owner=owner)
+        submission = old.get_model("evaluation", "Submission").objects.create(
+            uuid=uuid.uuid4(), system=system, benchmark=benchmark, protocol="turn",
+            file="submissions/echo.jsonl", created_by=owner)
+        job = old.get_model("evaluation", "Job").objects.create(kind="evaluation")
+        run = old.get_model("evaluation", "Run").objects.create(
+            submission=submission, job=job, evaluator="trace", evaluator_version="1.0.0")
+        old.get_model("evaluation", "MetricSummary").objects.create(
+            run=run, metric="recall@1", axis="recommendation", direction="higher", value=0.5,
+            ci_low=0.4, ci_high=0.6, n=10)
+    finally:
+        new = _migrate(latest)
+    from evaluation.models import MetricSummary
+
+    stored = MetricSummary.objects.get(run_id=run.pk)
+    assert (stored.ci_method, stored.ci_version, stored.ci_is_current) == ("", 0, False)
+    fresh = MetricSummary.objects.create(run_id=run.pk, metric="mrr", axis="recommendation",
+                                         direction="higher")
+    assert (fresh.ci_method, fresh.ci_version) == (
+        "cluster_t_mean", INTERVAL_VERSIONS["cluster_t_mean"]) and fresh.ci_is_current
+    assert new.get_model("evaluation", "MetricSummary").objects.count() == 2

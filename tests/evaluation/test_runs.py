@@ -212,7 +212,8 @@ def test_results_list_every_metric_with_ci_n_and_direction(submission):
     results = run_results(run=evaluated(submission))
     row = results["metrics"]["recall@1"]
     assert set(row) == {"axis", "unit", "direction", "value", "ci", "std", "n",
-                        "undefined_reason"}
+                        "undefined_reason", "ci_current"}
+    assert row["ci_current"] is True  # computed by today's interval method
     assert row["unit"] == "turn" and results["metrics"]["tsr"]["unit"] == "dialogue"
     assert results["metrics"]["entailment"]["value"] is None
 

@@ -165,3 +165,42 @@ def test_run_page_shows_the_simulation_and_hidden_parts_to_the_owner_only(
     client.force_login(staff)
     page = client.get(f"/runs/{simulation.run_id}/").content.decode()
     assert page.count("Hidden from the system") == 2
+
+
+def test_a_simulations_old_intervals_are_recomputed_as_the_simulation_computed_them(
+        sim_benchmark, researcher):
+    # docs/statistics.md, "Stored intervals and their method": preference coverage and the
+    # simulation's Trace run, set back to version 0 with other bounds, come back equal.
+    from django.db.models import F
+
+    fields = ("metric", "value", "ci_low", "ci_high", "std", "n", "undefined_reason",
+              "ci_method", "ci_version")
+
+    def answer(user, body):
+        return {"response": "Try these.", "ranked_item_ids": [["r1", "r2"], ["a1"]][
+            body["turn_index"] % 2]}
+
+    with live_server(by_dialogue(answer)) as server:
+        system = live_system_create(name="Recomputed", owner=researcher, endpoint=server.url)
+        simulation = run_all(simulation_create(benchmark=sim_benchmark, system=system,
+                                               simulator="template", users=3, turns=3,
+                                               user=researcher, enqueue=False))
+    runs = [simulation.run_id, simulation.report["trace_run"]]
+    fresh = {run: list(MetricSummary.objects.filter(run_id=run).order_by("metric")
+                       .values_list(*fields)) for run in runs}
+    assert any(row[2] is not None for row in fresh[runs[0]])  # coverage has intervals
+    MetricSummary.objects.filter(run_id__in=runs, ci_low__isnull=False).update(
+        ci_low=F("ci_low") / 2, ci_method="", ci_version=0)
+    call_command("recompute_intervals", "--no-progress", stdout=io.StringIO())
+    assert {run: list(MetricSummary.objects.filter(run_id=run).order_by("metric")
+                      .values_list(*fields)) for run in runs}[runs[0]] == fresh[runs[0]]
+    trace = list(MetricSummary.objects.filter(run_id=runs[1]).order_by("metric")
+                 .values_list(*fields))
+    # The Trace run is recomputed from per-dialogue sums, as a chunked run finishes: equal to
+    # the values it stored from the unit values up to rounding.
+    assert [row[0] for row in trace] == [row[0] for row in fresh[runs[1]]]
+    for row, before in zip(trace, fresh[runs[1]], strict=True):
+        assert row[-2:] == before[-2:] and row[5:7] == before[5:7]
+        for got, want in zip(row[1:5], before[1:5], strict=True):
+            assert got == want if want is None else got == pytest.approx(want, rel=1e-12,
+                                                                         abs=1e-12)

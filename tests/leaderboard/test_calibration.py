@@ -28,8 +28,9 @@ def test_smoke_run_prints_every_check_at_every_dialogue_count(capsys):
             "metric_board"} <= keys
     for check in payload["checks"]:
         assert set(check["values"]) == {"10", "30"}
-        assert all(0.0 <= value <= 1.0 for value in check["values"].values())
+        assert all(value is None or 0.0 <= value <= 1.0 for value in check["values"].values())
     coverage = [c["values"]["30"] for c in payload["checks"] if c["kind"] == "coverage"]
+    assert None not in coverage  # at 30 units every design shows intervals
     assert min(coverage) >= 0.75  # 20 repetitions: loose, but a broken interval fails it
 
 
@@ -63,9 +64,11 @@ def test_checks_run_through_the_page_code_path_and_can_run_alone(capsys, keys, r
     call_command("bench_calibration", "--reps", str(reps), "--dialogues", "10", "--only", *keys,
                  "--json")
     payload = json.loads(capsys.readouterr().out)
-    assert [c["key"] for c in payload["checks"]] == keys
+    # a yes/no or Bradley–Terry row comes with the share of studies given an interval
+    assert [c["key"] for c in payload["checks"] if c["kind"] != "shown"] == keys
     assert all(code_path in c["code_path"] for c in payload["checks"])
-    assert all(c["values"]["10"] >= 0.75 for c in payload["checks"])  # a broken interval fails
+    assert all(c["values"]["10"] >= 0.75 for c in payload["checks"]
+               if c["kind"] != "shown")  # a broken interval fails
 
 
 def test_an_unknown_check_is_refused():
@@ -114,3 +117,18 @@ def test_expected_elo_keeps_the_rating_total_and_the_strength_order():
     # Elo starts at 1000 and moves at most 16 per vote: after 100 votes it is still shrunk.
     assert values[-1] - values[0] < expected_elo(1000)[f"system-{ARENA_SYSTEMS - 1:03d}"] - \
         expected_elo(1000)["system-000"]
+
+
+def test_rare_category_and_wide_arena_rows_count_only_the_intervals_shown(capsys):
+    # A yes/no field whose rarer answer has fewer than MIN_MINORITY_VALUES values shows no
+    # interval, nor does an arena where more than 5% of the resamples have no MLE; the bench
+    # reports coverage over what is shown and the share shown (docs/statistics.md).
+    call_command("bench_calibration", "--reps", "40", "--dialogues", "10", "--only",
+                 "alpha_rare", "alpha_rare_shown", "arena_bt_wide", "--json")
+    payload = {c["key"]: c["values"]["10"] for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert set(payload) == {"alpha_rare", "alpha_rare_shown", "arena_bt_wide",
+                            "arena_bt_wide_shown"}
+    # 16% yes on 10 units x 3 annotators: about 5 yes values, so most studies show none.
+    assert 0.05 <= payload["alpha_rare_shown"] <= 0.6
+    assert 0.3 <= payload["arena_bt_wide_shown"] < 1.0
+    assert payload["arena_bt_wide"] >= 0.85

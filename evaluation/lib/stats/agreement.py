@@ -181,6 +181,35 @@ def compute_alpha(
 
 ALPHA_INTERVAL = "jackknife_root_icc_z_t"
 MAX_ALPHA_GROUPS = 200  # leave-outs per interval: more units are left out in 200 groups
+# A nominal interval needs MIN_MINORITY_VALUES pairable values outside the most frequent
+# category and, when those are fewer than RARE_SHARE of the pairable values, at least
+# MIN_RARE_VALUES of them (statistics.md, "Too few values of the rarer categories"); otherwise
+# no interval is shown.
+MIN_MINORITY_VALUES = 6
+RARE_SHARE = 0.2
+MIN_RARE_VALUES = 30
+
+
+def minority_rule(rare: int, pairable_values: int) -> str | None:
+    """Why a nominal field with RARE of its PAIRABLE_VALUES outside the most frequent category
+    gets no interval, or None when it gets one."""
+    if rare < MIN_MINORITY_VALUES:
+        return (f"too few values outside the most frequent category for an interval ({rare}; "
+                f"an interval needs {MIN_MINORITY_VALUES})")
+    if rare < RARE_SHARE * pairable_values and rare < MIN_RARE_VALUES:
+        return (f"too few values outside the most frequent category for an interval ({rare}, "
+                f"{rare / pairable_values:.0%} of the pairable values; an interval needs "
+                f"{MIN_RARE_VALUES}, or {RARE_SHARE:.0%} of the values)")
+    return None
+
+
+def minority_values(prepared: PreparedData) -> int:
+    """Pairable values (in units with two or more values) outside the most frequent category."""
+    matrix = prepared.matrix
+    present = ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
+    pairable = present.sum(axis=0) >= 2
+    _, counts = np.unique(matrix[:, pairable][present[:, pairable]], return_counts=True)
+    return int(counts.sum() - counts.max()) if len(counts) else 0
 
 
 def _alpha_z(alpha, mean_values: float) -> np.ndarray:
@@ -223,12 +252,20 @@ def alpha_with_ci(
     pairable unit; the interval is z ± t_{G−1} × SE_jackknife(z) mapped back. The percentile
     bootstrap covered 0.83–0.85 at ten units, Fisher's intraclass z 0.90 for a yes/no field
     (``bench_calibration``). Deterministic: N_RESAMPLES and SEED are kept for callers;
-    nothing is drawn. Leave-outs where alpha is undefined are skipped and counted.
+    nothing is drawn. Leave-outs where alpha is undefined are skipped and counted. A nominal
+    field with fewer than ``MIN_MINORITY_VALUES`` pairable values outside its most frequent
+    category — or, when those are under RARE_SHARE of the values, fewer than MIN_RARE_VALUES —
+    gets no interval (``ci_note`` says why, ``minority_rule``): there it covered 0.45–0.92.
     """
     prepared = prepare(data, level, value_order)
     estimate = _alpha_estimate(prepared)
     if not estimate.is_defined:
         return estimate
+    rare = minority_values(prepared) if prepared.level == "nominal" else None
+    too_few = None if rare is None else minority_rule(rare, estimate.n["pairable_values"])
+    if too_few:
+        return estimate.with_ci(None, None, interval=ALPHA_INTERVAL, minority_values=rare,
+                                ci_note=too_few)
     pairable = np.flatnonzero(_values_per_unit(prepared) >= 2)
     groups = [pairable[start::MAX_ALPHA_GROUPS] for start in range(
         min(len(pairable), MAX_ALPHA_GROUPS))]
@@ -239,7 +276,8 @@ def alpha_with_ci(
     se = float(jackknife_standard_error(z))
     params = {"interval": ALPHA_INTERVAL, "resampled": "units", "groups": len(groups),
               "valid_leave_outs": int(np.isfinite(leave_outs).sum()), "confidence": confidence,
-              "mean_values_per_unit": mean_values}
+              "mean_values_per_unit": mean_values,
+              **({"minority_values": rare} if rare is not None else {})}
     if not np.isfinite(se) or len(groups) < 2:
         return estimate.with_ci(None, None, **params, ci_note="too few units for an interval")
     half = float(t_quantile(len(groups) - 1, confidence)) * se

@@ -413,6 +413,7 @@ class ArenaTable:
     valid_resamples: int
     undefined_reason: str | None = None
     win_rates: dict = field(default_factory=dict)  # (row system, column system) -> share won
+    ci_note: str | None = None  # why the ratings have no intervals (too few votes)
 
     def ratings(self) -> dict[Hashable, dict]:
         """system -> {rating, ci_low, ci_high}: what ``arena_ratings --json`` prints."""
@@ -473,7 +474,7 @@ def arena_table(
     counts = _vote_counts(encoded)
     size = len(encoded.names)
     nothing = np.full(size, np.nan)
-    reason = None
+    reason = note = None
     point = low = high = rank_low = rank_high = nothing
     valid = 0
     if method == "elo":
@@ -495,6 +496,9 @@ def arena_table(
             replicates = fit_bradley_terry_batch(wins, theta)
             replicates = _anchored(_to_rating(replicates, **options), encoded.names, anchor)
             low, high, rank_low, rank_high, valid = _intervals(replicates, confidence)
+            note = _too_few_votes(valid, n_resamples, confidence)
+            if note:
+                low = high = rank_low = rank_high = nothing
     ranks = _ranks(point) if reason is None else nothing
 
     def number(values, s, kind=float):
@@ -505,7 +509,20 @@ def arena_table(
                          number(rank_high, s, int), **counts[s])
             for s, name in enumerate(encoded.names)]
     rows.sort(key=lambda row: (row.rating is None, -(row.rating or 0.0), str(row.system)))
-    return ArenaTable(method, rows, len(votes), params, valid, reason, pairwise_win_rates(encoded))
+    return ArenaTable(method, rows, len(votes), params, valid, reason, pairwise_win_rates(encoded),
+                      note)
+
+
+def _too_few_votes(valid: int, n_resamples: int, confidence: float) -> str | None:
+    """Why Bradley–Terry gets no intervals, or None. Replicates without an MLE (a system that
+    drew no win or no loss) are skipped, and they are the extreme ones: when more than
+    1 − CONFIDENCE of them (5%) are skipped — more than the two tails the percentile interval
+    reads — its ends are set by which replicates were dropped, and simulated arenas showed it
+    too short (statistics.md, "Too few votes for an interval")."""
+    if valid >= confidence * n_resamples:
+        return None
+    return (f"too few votes for an interval: only {valid} of {n_resamples} resamples had "
+            f"maximum-likelihood ratings (an interval needs {confidence:.0%})")
 
 
 def _estimates(table: ArenaTable) -> dict[Hashable, Estimate]:
@@ -518,8 +535,9 @@ def _estimates(table: ArenaTable) -> dict[Hashable, Estimate]:
             out[row.system] = Estimate.undefined(table.undefined_reason or NO_MLE, method=method,
                                                  n=n, params=params)
         else:
+            extra = {"ci_note": table.ci_note} if table.ci_note else {}
             out[row.system] = Estimate(row.rating, row.ci_low, row.ci_high, n=n, method=method,
-                                       params=params)
+                                       params={**params, **extra})
     return out
 
 

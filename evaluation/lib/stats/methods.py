@@ -27,7 +27,9 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "annotators (in 200 groups of units when there are more), on the scale "
         "z = −2/√(m(m − 1)) artanh(√((m − 1)(1 − α)/m)), m the mean number of values per unit "
         "(slope 1 / ((1 + (m − 1)α)√(1 − α))), and the interval is z ± t(G − 1) × the "
-        "jackknife standard error, mapped back (capped at 1). No random draws."
+        "jackknife standard error, mapped back (capped at 1). No random draws. A nominal "
+        "field with fewer than 6 pairable values outside its most frequent category has no "
+        "interval (too few values of the rarer categories: there the interval was too short)."
     ),
     "masi_distance": (
         "MASI distance between two label sets (e.g. two answers to the error checklist): "
@@ -177,7 +179,51 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "a win for each side, fitted by Newton's method and shown as 1000 + 400 × log10 of the "
         "strength (mean 1000). Undefined when some group of systems never won against the "
         "rest (the likelihood has no maximum). CI: votes resampled with replacement. " + _BOOTSTRAP
-        + " It covered the true Bradley–Terry rating 94.5–94.8% of the time in simulated arenas "
-        "of 9 systems and 100–1,000 votes (bench_calibration)."
+        + " Resamples without an MLE are skipped; when more than 5% are, there is no interval "
+        "(too few votes: the skipped resamples are the extreme ones). It covered the true "
+        "Bradley–Terry rating 94.5–94.8% of the time in simulated arenas of 9 systems and "
+        "100–1,000 votes (bench_calibration)."
     ),
 }
+
+
+# --- versions of the stored intervals (statistics.md "Stored intervals and their method") -------
+
+# The procedure behind every interval or test Concord stores, with its version: a method's
+# number goes up whenever its procedure changes, and every stored row records the method and
+# version it was computed with. A row whose version differs from the current one was computed
+# by an older procedure: `manage.py recompute_intervals` recomputes it (queued after `migrate`)
+# and the pages mark it "computed with an older method" until then. Version 0 is a row stored
+# before the method was recorded.
+INTERVAL_VERSIONS: dict[str, int] = {
+    # 1: percentile cluster bootstrap (before issue 19); 2: studentized cluster jackknife-t
+    "cluster_t_mean": 2,
+    # 1: paired percentile bootstrap per pair; 2: jackknife-t tests, Holm over all pairs
+    "holm_tie_aware_rank": 2,
+    # 1: turns resampled independently; 2: dialogue jackknife on Fisher's z, Holm
+    "evaluator_correlation": 2,
+    # 1: percentile bootstrap over units; 2: jackknife-t on Fisher's intraclass z;
+    # 3: square-root intraclass z; 4: no interval for too few minority-category values
+    "krippendorff_alpha": 4,
+    # 1: percentile bootstrap, replicates without an MLE skipped; 2: no interval when more
+    # than 5% of the replicates have no MLE
+    "bradley_terry": 2,
+    "elo": 1,
+}
+OLDER_METHOD = "computed with an older method; manage.py recompute_intervals updates it"
+
+
+def interval_version(method: str) -> int:
+    """The current version of METHOD's procedure (1 for a method never changed)."""
+    return INTERVAL_VERSIONS.get(method, 1)
+
+
+def interval_is_current(method: str, version: int) -> bool:
+    """Whether a row stored by METHOD at VERSION was computed by today's procedure."""
+    return bool(method) and version == interval_version(method)
+
+
+def interval_versions_key() -> str:
+    """Every method's version in one string: part of the cache keys of computed reports, so a
+    report cached before a method changed is never served."""
+    return ",".join(f"{name}={number}" for name, number in sorted(INTERVAL_VERSIONS.items()))

@@ -44,6 +44,8 @@ class Command(BaseCommand):
                           "resamples usable)")
         if table.undefined_reason:
             self.stdout.write(f"Ratings undefined: {table.undefined_reason}")
+        if table.ci_note:
+            self.stdout.write(f"No intervals: {table.ci_note}")
         for row in board.rows:
             if row["rating"] is None:
                 self.stdout.write(f"   -  {row['system']}  ({row['votes']} votes)")

@@ -315,3 +315,49 @@ def test_interval_closed_form_equals_coincidence_matrix_formulation(matrix):
     assert closed.pairable_values == general.pairable_values
     assert closed.observed == pytest.approx(general.observed, rel=1e-9, abs=1e-9)
     assert closed.expected == pytest.approx(general.expected, rel=1e-9, abs=1e-9)
+
+
+def test_a_yes_no_field_with_too_few_rare_values_gets_alpha_but_no_interval():
+    # 3 annotators x 10 units, "yes" given 4 times (units 0 and 8); statistics.md "Too few
+    # values of the rarer categories": below MIN_MINORITY_VALUES = 6 there is no interval.
+    from evaluation.lib.stats.agreement import MIN_MINORITY_VALUES
+
+    few = [[1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+           [1, 0, 0, 0, 0, 0, 0, 0, 1, 0],
+           [1, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
+    estimate = alpha_with_ci(few, "nominal")
+    assert MIN_MINORITY_VALUES == 6
+    assert estimate.value == compute_alpha(few, "nominal").value  # the statistic is unchanged
+    assert round(estimate.value, 3) == 0.721  # docs/statistics.md, reference values
+    assert estimate.ci_low is None and estimate.ci_high is None
+    assert estimate.params["minority_values"] == 4
+    assert "too few values outside the most frequent category" in estimate.params["ci_note"]
+    # Two more yes values in a third unit: 6, and the interval is shown.
+    enough = [row[:] for row in few]
+    enough[0][5] = enough[1][5] = 1
+    shown = alpha_with_ci(enough, "nominal")
+    assert shown.ci_low is not None and shown.params["minority_values"] == 6
+    # Only pairable values count (a unit rated once does not), as labels or numbers alike, and
+    # every category but the most frequent one counts.
+    labels = [["a", "b", "b", "c", "a", "a", "a", "z"],
+              ["a", "b", "c", "c", "a", "a", "a", None],
+              ["a", "a", "b", "c", "a", "a", "a", None]]
+    # units 1-3 hold b b, b c b, c c c outside "a"; the lone "z" of unit 7 is not pairable
+    assert alpha_with_ci(labels, "nominal").params["minority_values"] == 8
+    # Other levels have no such rule.
+    assert "minority_values" not in alpha_with_ci(few, "interval").params
+
+
+def test_a_rare_category_needs_thirty_values_below_a_fifth_of_the_values():
+    from evaluation.lib.stats.agreement import minority_rule
+
+    assert minority_rule(6, 30) is None  # 6 values, 20%: shown
+    assert "needs 6" in minority_rule(5, 10)
+    assert "needs 30, or 20%" in minority_rule(29, 200)  # 14.5%: too few
+    assert minority_rule(30, 200) is None and minority_rule(40, 200) is None
+    # 40 units x 3 annotators, "yes" 12 times in four units (10% of the values): no interval.
+    rare = np.zeros((3, 40))
+    rare[:, :4] = 1
+    estimate = alpha_with_ci(rare, "nominal")
+    assert estimate.value == 1.0 and estimate.ci_low is None
+    assert "12, 10% of the pairable values" in estimate.params["ci_note"]
