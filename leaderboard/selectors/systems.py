@@ -129,14 +129,15 @@ def system_tiers(*, table, dialogues: dict[str, str | None]) -> dict | None:
     """Headline metrics by difficulty tier with studentized cluster CIs (non-hidden dialogues:
     DIALOGUES maps their ids to their difficulty), from a run's per-dialogue sums (TABLE)."""
     tier_of = np.array([dialogues.get(c) or "" for c in table.clusters], dtype=object)
+    clusters = np.asarray(table.clusters, dtype=object)
     rows = _metric_rows(table, TIER_METRICS)
     cells_of: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for metric, row in rows.items():
         present = table.counts[row] > 0
-        for tier in {t for t in tier_of[present] if t}:
+        for tier in set(tier_of[present].tolist()) - {""}:
             mask = present & (tier_of == tier)
-            cells_of[(metric, tier)] = (np.asarray(table.clusters, dtype=object)[mask],
-                                        table.sums[row][mask], table.counts[row][mask])
+            cells_of[(metric, tier)] = (clusters[mask], table.sums[row][mask],
+                                        table.counts[row][mask])
     tiers = sorted({tier for _, tier in cells_of}, key=_tier_key)
     metrics = [m for m in TIER_METRICS if any((m, t) in cells_of for t in tiers)]
     if not tiers or not metrics:
@@ -186,7 +187,8 @@ def system_dialogues(*, table, dialogues: dict[str, str | None]) -> DialogueRows
                        for m in DIALOGUE_METRICS], axis=1)
     sums = np.stack([table.sums[rows[m]] if m in rows else np.zeros(len(table.clusters))
                      for m in DIALOGUE_METRICS], axis=1)
-    keep = [i for i, c in enumerate(table.clusters) if c in dialogues and counts[i].any()]
+    scored = counts.any(axis=1).tolist()  # one numpy call, not one per dialogue
+    keep = [i for i, c in enumerate(table.clusters) if scored[i] and c in dialogues]
     keep.sort(key=lambda i: table.clusters[i])
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(counts[keep] > 0, sums[keep] / counts[keep], np.nan)
