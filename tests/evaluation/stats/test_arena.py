@@ -301,7 +301,7 @@ def test_bradley_terry_bootstrap_interval_covers_the_true_rating():
     theta = np.array([0.6, 0.2, -0.1, -0.7])
     truth = 1000 + 400 * (theta - theta.mean()) / math.log(10)
     covered, total, hidden = 0, 0, 0
-    for simulation in range(150):
+    for simulation in range(2000):
         first = rng.integers(0, 4, 300)
         second = (first + rng.integers(1, 4, 300)) % 4
         won = rng.random(300) < 1 / (1 + np.exp(theta[second] - theta[first]))
@@ -314,8 +314,10 @@ def test_bradley_terry_bootstrap_interval_covers_the_true_rating():
                 continue
             total += 1
             covered += row.ci_low <= truth[names.index(row.system)] <= row.ci_high
-    # About 600 intervals: a binomial 95% band around 0.95 is about ±0.018.
-    assert hidden < 15 and 0.92 <= covered / total <= 0.975
+    # 8,000 intervals (4 per arena, not independent): a 95% band around 0.95 is about ±0.008.
+    # (150 arenas gave 0.923 and 600 gave 0.932: draws that low are what a few hundred arenas
+    # give; at 2,000 the design covers 0.943 with B = 300 and 0.946 with B = 1,000.)
+    assert hidden < 200 and 0.935 <= covered / total <= 0.965, covered / total
 
 
 def test_bench_arena_times_both_methods():
