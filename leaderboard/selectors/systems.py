@@ -128,9 +128,9 @@ def _metric_rows(table, metrics) -> dict[str, int]:
 def system_tiers(*, table, dialogues: dict[str, str | None]) -> dict | None:
     """Headline metrics by difficulty tier with studentized cluster CIs (non-hidden dialogues:
     DIALOGUES maps their ids to their difficulty), from a run's per-dialogue sums (TABLE)."""
-    tier_of = np.array([dialogues.get(c) or "" for c in table.clusters], dtype=object)
-    clusters = np.asarray(table.clusters, dtype=object)
-    rows = _metric_rows(table, TIER_METRICS)
+    tier_of = np.array([dialogues.get(c) or "" for c in table.clusters], dtype=str)
+    clusters = np.asarray(table.clusters, dtype=str)  # ascending: cluster_mean_from_sums
+    rows = _metric_rows(table, TIER_METRICS)           # takes them as they are
     cells_of: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for metric, row in rows.items():
         present = table.counts[row] > 0
@@ -147,7 +147,7 @@ def system_tiers(*, table, dialogues: dict[str, str | None]) -> dict | None:
         cells = []
         for tier in tiers:
             clusters, sums, counts = cells_of.get((metric, tier), ([], [], []))
-            estimate = cluster_mean_from_sums(list(clusters), sums, counts) \
+            estimate = cluster_mean_from_sums(clusters, sums, counts) \
                 if len(clusters) else None
             cells.append((estimate.value, estimate.ci_low, estimate.ci_high)
                          if estimate and estimate.value is not None else (None, None, None))

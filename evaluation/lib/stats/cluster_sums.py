@@ -74,23 +74,37 @@ def cluster_mean_from_sums(
 ) -> Estimate:
     """Unit-weighted mean with its jackknife-t cluster CI from per-cluster SUMS and COUNTS.
 
-    CLUSTERS are the dialogue ids (any order). Clusters with no unit are ignored. ``bounds``:
-    the metric's range, to cut the interval to.
+    CLUSTERS are the dialogue ids (any order: the sums are taken in the ids' order, so the
+    result does not depend on it). Clusters with no unit are ignored. ``bounds``: the metric's
+    range, to cut the interval to.
     """
     params = {"confidence": confidence, "interval": "jackknife_t"}
-    order = sorted((c, s, n) for c, s, n in zip(clusters, sums, counts, strict=True) if n > 0)
-    if not order:
+    sum_array, count_array = _in_cluster_order(clusters, sums, counts)
+    if not len(count_array):
         return Estimate.undefined("no unit has a value", method=METHOD, params=params)
-    sum_array = np.fromiter((row[1] for row in order), float, len(order))
-    count_array = np.fromiter((row[2] for row in order), float, len(order))
     means, low, high, _ = mean_intervals(
         sum_array[None, :], count_array[None, :], confidence=confidence, bounds=bounds
     )
     units = int(count_array.sum())
-    if len(order) < 2:
+    if len(count_array) < 2:
         params["ci_note"] = "one dialogue: no interval"
     return Estimate(float(means[0]), low[0], high[0],
-                    n={"units": units, "clusters": len(order)}, method=METHOD, params=params)
+                    n={"units": units, "clusters": len(count_array)}, method=METHOD,
+                    params=params)
+
+
+def _in_cluster_order(clusters, sums, counts) -> tuple[np.ndarray, np.ndarray]:
+    """The sums and counts of the clusters with a unit, ordered by cluster id. Ids given as
+    a string array already in ascending order (a leaderboard's stored table) are taken as they
+    are, without a sort in Python (a system page does this for every metric and tier)."""
+    labels = np.asarray(clusters) if len(clusters) else np.array([], dtype=str)
+    if labels.dtype.kind in "US" and bool(np.all(labels[:-1] < labels[1:])):
+        count_array = np.asarray(counts, dtype=float)
+        keep = count_array > 0
+        return np.asarray(sums, dtype=float)[keep], count_array[keep]
+    order = sorted((c, s, n) for c, s, n in zip(clusters, sums, counts, strict=True) if n > 0)
+    return (np.fromiter((row[1] for row in order), float, len(order)),
+            np.fromiter((row[2] for row in order), float, len(order)))
 
 
 def sample_std(total: float, squares: float, n: int) -> float | None:

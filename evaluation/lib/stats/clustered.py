@@ -363,10 +363,13 @@ def shared_cluster_sums(
     sides = []
     for clusters, sums, counts in ((clusters_a, sums_a, counts_a), (clusters_b, sums_b, counts_b)):
         counts = np.asarray(counts, dtype=float)
-        keep = counts > 0
         labels = np.asarray(clusters) if len(clusters) else np.array([], dtype=str)
-        sides.append((labels[keep], np.asarray(sums, dtype=float)[keep], counts[keep]))
-    (labels_a, s_a, n_a), (labels_b, s_b, n_b) = sides
+        sides.append((labels, np.asarray(sums, dtype=float), counts))
+    if _same_ascending_labels(sides[0][0], sides[1][0]):
+        return _shared_in_place(*sides[0], *sides[1])
+    (labels_a, s_a, n_a), (labels_b, s_b, n_b) = [
+        (labels[counts > 0], sums[counts > 0], counts[counts > 0])
+        for labels, sums, counts in sides]
     if labels_a.dtype.kind in "US" and labels_b.dtype.kind in "US":
         shared, ia, ib = np.intersect1d(labels_a, labels_b, assume_unique=True,
                                         return_indices=True)
@@ -386,6 +389,31 @@ def shared_cluster_sums(
         "units_b": int(n_b.sum()),
     }
     return shared, np.vstack([s_a[ia], s_b[ib]]), np.vstack([n_a[ia], n_b[ib]]), n
+
+
+def _same_ascending_labels(labels_a: np.ndarray, labels_b: np.ndarray) -> bool:
+    """Both systems list the same string labels in strictly ascending order (as a leaderboard's
+    stored per-dialogue table does): then the shared dialogues are found in place."""
+    return (labels_a.dtype.kind in "US" and labels_b.dtype.kind in "US"
+            and np.array_equal(labels_a, labels_b)
+            and bool(np.all(labels_a[:-1] < labels_a[1:])))
+
+
+def _shared_in_place(labels, s_a, n_a, _labels_b, s_b, n_b):
+    """`shared_cluster_sums` for the same ascending labels on both sides: the same result as
+    intersecting them (sorted shared labels, rows in that order) without sorting per metric
+    (a compare page does it for every metric over 10,000 dialogues)."""
+    keep_a, keep_b = n_a > 0, n_b > 0
+    both = np.flatnonzero(keep_a & keep_b)
+    n = {
+        "shared_clusters": len(both),
+        "clusters_only_a": int(keep_a.sum()) - len(both),
+        "clusters_only_b": int(keep_b.sum()) - len(both),
+        "units_a": int(n_a[keep_a].sum()),
+        "units_b": int(n_b[keep_b].sum()),
+    }
+    return (labels[both].tolist(), np.vstack([s_a[both], s_b[both]]),
+            np.vstack([n_a[both], n_b[both]]), n)
 
 
 def paired_cluster_difference_from_sums(

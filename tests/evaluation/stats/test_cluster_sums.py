@@ -67,3 +67,16 @@ def test_merging_chunks_adds_a_dialogue_met_twice_and_keeps_the_others():
     assert merged["mrr"] == (["d1", "d2", "d3"], [1.5, 1.0, 0.0], [2, 2, 2], 1.875)
     assert merged["cd"] == (["d3"], [0.1], [1], 0.01)
     assert merge_cluster_sums([]) == {}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ascending_id_arrays_are_taken_as_they_are_with_the_same_estimate(seed):
+    rng = np.random.default_rng(seed)
+    ids = np.array(sorted(f"d{i:04d}" for i in rng.choice(9000, 400, replace=False)))
+    sums, counts = rng.normal(size=400), rng.integers(0, 5, 400).astype(float)
+    as_they_are = cluster_mean_from_sums(ids, sums, counts, bounds=(-10.0, 10.0))
+    order = rng.permutation(400)
+    sorted_here = cluster_mean_from_sums(ids[order].tolist(), sums[order], counts[order],
+                                         bounds=(-10.0, 10.0))
+    assert (as_they_are.value, as_they_are.ci_low, as_they_are.ci_high, as_they_are.n) == \
+        (sorted_here.value, sorted_here.ci_low, sorted_here.ci_high, sorted_here.n)
