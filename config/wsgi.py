@@ -7,6 +7,8 @@ from django.db import connections
 from django.template import engines
 from django.urls import get_resolver
 
+from evaluation.lib.stats.arena import elo_kernels_load
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
@@ -16,14 +18,15 @@ def warm_up() -> int:
     templates were compiled.
 
     With `gunicorn --preload` this runs once, before the workers fork (docs/performance.md):
-    every view is imported (the URLconf pulls in NumPy, SciPy and scikit-learn: seconds), every
-    template of the project is compiled into the cached loader, the template tag libraries
-    loaded. Then the objects made so far are moved out of the garbage collector's reach
-    (`gc.freeze`): they live as long as the process, and each full collection would otherwise
-    walk all of them (≈ 210,000, ≈ 100 ms) in the middle of some request, and write to the
-    memory pages the forked workers share.
+    every view is imported (the URLconf pulls in NumPy, SciPy and scikit-learn: seconds), the
+    arena's compiled Elo kernels loaded, every template of the project compiled into the cached
+    loader, the template tag libraries loaded. Then the objects made so far are moved out of
+    the garbage collector's reach (`gc.freeze`): they live as long as the process, and each
+    full collection would otherwise walk all of them (≈ 210,000, ≈ 100 ms) in the middle of
+    some request, and write to the memory pages the forked workers share.
     """
     get_resolver().url_patterns  # noqa: B018 (the import is the point)
+    elo_kernels_load()  # the arena's compiled Elo kernels (docs/performance.md, "Arena ratings")
     compiled = 0
     for engine in engines.all():
         for folder in map(Path, engine.dirs):  # the project's own, not those of packages

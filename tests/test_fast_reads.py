@@ -154,6 +154,7 @@ def test_the_wsgi_module_warms_up_and_leaves_no_connection_open():
     code = ("import gc, sys, config.wsgi; from django.db import connection; "
             "from django.template import engines; "
             "assert 'annotation.views' in sys.modules and 'leaderboard.views' in sys.modules; "
+            "assert 'evaluation.lib.stats.elo_kernel' in sys.modules; "  # the arena's kernels
             "assert connection.connection is None and gc.get_freeze_count() > 100000; "
             "cache = engines['django'].engine.template_loaders[0].get_template_cache; "
             f"assert len(cache) >= {templates}, len(cache); "

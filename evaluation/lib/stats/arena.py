@@ -581,6 +581,13 @@ def simulated_votes(n_votes: int, n_systems: int, *, seed: int = 42,
                                                         outcome.tolist(), strict=True)]
 
 
+def elo_kernels_load() -> None:
+    """Load the compiled Elo kernels now (numba's import and its on-disk cache: ~0.6 s), so the
+    first Elo ratings a web process computes cost what every later one does (a server calls
+    this as it starts: `config.wsgi.warm_up`)."""
+    arena_table([("a", "b", "a"), ("b", "a", "tie")], method="elo", n_resamples=2)
+
+
 def time_arena(n_votes: int = 100_000, n_systems: int = 50, n_resamples: int = 1000, *,
                methods: Sequence[str] = METHODS, seed: int = 42) -> list[dict]:
     """Wall and CPU seconds of ``arena_table`` (point, bootstrap CIs, rank intervals) per
