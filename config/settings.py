@@ -221,9 +221,8 @@ MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "uploads")))
 RUN_CHUNK_TURNS = env_int("CONCORD_RUN_CHUNK_TURNS", 1000)
 MAX_UPLOAD_BYTES = env_int("CONCORD_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 # An upload larger than this is not validated in the web request: it is staged under MEDIA_ROOT
-# and validated by a worker while the page shows a progress bar (the API answers 202). The
-# validator reads 1.1-1.3 MiB (2,200-2,500 Trace lines) a second, so 1 MiB keeps a request's
-# validation near 1 s, well under 2 s (docs/operations.md, "Failure modes").
+# and validated by a worker while the page shows a progress bar (the API answers 202), so a
+# web request only ever checks a small file (docs/operations.md, "Failure modes").
 INLINE_VALIDATION_BYTES = env_int("CONCORD_INLINE_VALIDATION_BYTES", 1024 * 1024)
 # A benchmark bundle's files together, uncompressed (checked against an archive's declared
 # sizes before anything is decompressed): parsing holds about four times this in memory.

@@ -88,34 +88,40 @@ def benchmark_sample_submission(*, benchmark: Benchmark, baseline: str = "tfidf"
 
 
 def _dialogue_records(benchmark, item_ids, review_ids) -> list[dict]:
-    dialogues = list(benchmark.dialogues.order_by("pk"))
+    """Flat rows, never model instances: a 10,000-dialogue benchmark has 436,000 of them, and
+    building instances took most of validating a submission against it."""
     pool = defaultdict(lambda: defaultdict(list))
-    for link in DialogueItem.objects.filter(dialogue__benchmark=benchmark).order_by("position"):
-        pool[link.dialogue_id][link.role].append(item_ids[link.item_id])
+    for dialogue_id, role, item_id in (
+            DialogueItem.objects.filter(dialogue__benchmark=benchmark).order_by("position")
+            .values_list("dialogue_id", "role", "item_id")):
+        pool[dialogue_id][role].append(item_ids[item_id])
     turns = defaultdict(list)
-    for turn in Turn.objects.filter(dialogue__benchmark=benchmark).order_by("index"):
-        turns[turn.dialogue_id].append(turn)
+    for row in (Turn.objects.filter(dialogue__benchmark=benchmark).order_by("index")
+                .values_list("dialogue_id", "pk", "index", "role", "text", "action")):
+        turns[row[0]].append(row[1:])
     turn_items = defaultdict(lambda: defaultdict(list))
-    for link in TurnItem.objects.filter(turn__dialogue__benchmark=benchmark).order_by("position"):
-        turn_items[link.turn_id][link.role].append(item_ids[link.item_id])
+    for turn_id, role, item_id in (
+            TurnItem.objects.filter(turn__dialogue__benchmark=benchmark).order_by("position")
+            .values_list("turn_id", "role", "item_id")):
+        turn_items[turn_id][role].append(item_ids[item_id])
     citations = defaultdict(list)
-    for c in Citation.objects.filter(turn__dialogue__benchmark=benchmark).order_by("position"):
-        citations[c.turn_id].append({"label": c.label, "review_id": review_ids[c.review_id],
-                                     "quote": c.quote, "start": c.start, "end": c.end})
-    records = []
-    for d in dialogues:
-        records.append({
-            "id": d.external_id, "split": d.split, "scenario": d.scenario,
-            "candidate_item_ids": pool[d.pk]["candidate"],
-            "target_item_ids": pool[d.pk]["target"], "seen_item_ids": pool[d.pk]["seen"],
-            "turns": [{"index": t.index, "role": t.role, "text": t.text, "action": t.action,
-                       "referenced_item_ids": turn_items[t.pk]["referenced"],
-                       "citations": citations[t.pk],
-                       "gold_item_ids": turn_items[t.pk]["gold"],
-                       "alternative_item_ids": turn_items[t.pk]["alternative"]}
-                      for t in turns[d.pk]],
-        })
-    return records
+    for turn_id, label, review_id, quote, start, end in (
+            Citation.objects.filter(turn__dialogue__benchmark=benchmark).order_by("position")
+            .values_list("turn_id", "label", "review_id", "quote", "start", "end")):
+        citations[turn_id].append({"label": label, "review_id": review_ids[review_id],
+                                   "quote": quote, "start": start, "end": end})
+    return [{
+        "id": external_id, "split": split, "scenario": scenario,
+        "candidate_item_ids": pool[pk]["candidate"],
+        "target_item_ids": pool[pk]["target"], "seen_item_ids": pool[pk]["seen"],
+        "turns": [{"index": index, "role": role, "text": text, "action": action,
+                   "referenced_item_ids": turn_items[turn_pk]["referenced"],
+                   "citations": citations[turn_pk],
+                   "gold_item_ids": turn_items[turn_pk]["gold"],
+                   "alternative_item_ids": turn_items[turn_pk]["alternative"]}
+                  for turn_pk, index, role, text, action in turns[pk]],
+    } for pk, external_id, split, scenario in benchmark.dialogues.order_by("pk").values_list(
+        "pk", "external_id", "split", "scenario")]
 
 
 def benchmark_summary(*, benchmark: Benchmark, include_hidden: bool) -> dict:

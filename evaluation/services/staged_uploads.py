@@ -1,14 +1,15 @@
 """Large submission uploads, validated by a worker (issue 18, item 3; docs/operations.md,
 "Failure modes").
 
-Validating a file takes about 1 s per MiB, so an upload above CONCORD_INLINE_VALIDATION_BYTES
-is not validated in the web request: `submission_stage` stores it under MEDIA_ROOT/staged/
-and queues a job (kind `submission_validation`), and the request answers at once. The job's
-task calls `staged_upload_process`, which hands the staged file to `submission_submit`, the
-service the web request calls for a small upload: the same validation, quota and hidden-split
-rules, and the same all-or-nothing outcome (a rejected file leaves no submission, no run and
-no quota use; its line-numbered problems are the job's result). The staged file is deleted
-once the job has finished, whatever its outcome.
+Validating a large file takes seconds (the benchmark's reference, then every line), so an
+upload above CONCORD_INLINE_VALIDATION_BYTES is not validated in the web request:
+`submission_stage` stores it under MEDIA_ROOT/staged/ and queues a job (kind
+`submission_validation`), and the request answers at once. The job's task calls
+`staged_upload_process`, which hands the staged file to `submission_submit`, the service the
+web request calls for a small upload: the same validation, quota and hidden-split rules, and
+the same all-or-nothing outcome (a rejected file leaves no submission, no run and no quota
+use; its line-numbered problems are the job's result). The staged file is deleted once the
+job has finished, whatever its outcome.
 
 The submission's uuid is chosen at staging (`params["uuid"]`): a job redelivered after its
 worker died past the commit finds the submission it made instead of making a second one.

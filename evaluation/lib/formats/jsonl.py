@@ -6,6 +6,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 
 from evaluation.lib.formats.errors import IssueCollector, json_path
@@ -18,6 +19,14 @@ def validator(schema_name: str) -> Draft202012Validator:
     schema = json.loads((SCHEMA_DIR / f"{schema_name}.schema.json").read_text())
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
+
+
+@cache
+def _compiled(schema_name: str) -> jsonschema_rs.Draft202012Validator:
+    """The same schema compiled by jsonschema-rs: it only tells whether a record is valid,
+    about 100 times faster than walking it in Python (a 50,000-line submission's records took
+    most of its validation). The messages of an invalid record come from `validator`."""
+    return jsonschema_rs.Draft202012Validator(validator(schema_name).schema)
 
 
 def schema_property_order(schema_name: str, *defs: str) -> list[str]:
@@ -96,6 +105,8 @@ def validate_record(record, schema_name: str, file: str, line: int | None, issue
     if record is None:
         issues.add(file, line, "$", "expected an object, got null")
         return False
+    if _compiled(schema_name).is_valid(record):
+        return True
     errors = sorted(validator(schema_name).iter_errors(record), key=lambda e: list(e.path))
     for error in errors:
         path, message = _describe(error)
