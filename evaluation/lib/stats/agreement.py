@@ -188,6 +188,10 @@ MAX_ALPHA_GROUPS = 200  # leave-outs per interval: more units are left out in 20
 MIN_MINORITY_VALUES = 6
 RARE_SHARE = 0.2
 MIN_RARE_VALUES = 30
+# ... and at least MIN_DISAGREEING_UNITS unit whose values are not all the same: where the
+# annotators agree on every unit, alpha is 1, so is every leave-one-out alpha, and the
+# jackknife's interval is the point 1 however few the units (statistics.md, same section).
+MIN_DISAGREEING_UNITS = 1
 
 
 def minority_rule(rare: int, pairable_values: int) -> str | None:
@@ -201,6 +205,25 @@ def minority_rule(rare: int, pairable_values: int) -> str | None:
                 f"{rare / pairable_values:.0%} of the pairable values; an interval needs "
                 f"{MIN_RARE_VALUES}, or {RARE_SHARE:.0%} of the values)")
     return None
+
+
+def disagreement_rule(disagreeing: int) -> str | None:
+    """Why a nominal field with DISAGREEING units (pairable units whose values are not all the
+    same) gets no interval, or None when it gets one."""
+    if disagreeing < MIN_DISAGREEING_UNITS:
+        return (f"the annotators agree on every unit: no interval ({MIN_DISAGREEING_UNITS} "
+                "unit with a disagreement is needed; the jackknife has no spread to measure)")
+    return None
+
+
+def disagreeing_units(prepared: PreparedData) -> int:
+    """Pairable units (two or more values) whose values are not all the same."""
+    matrix = prepared.matrix.astype(float)
+    present = ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
+    pairable = present.sum(axis=0) >= 2
+    low = np.where(present, matrix, np.inf).min(axis=0)
+    high = np.where(present, matrix, -np.inf).max(axis=0)
+    return int((pairable & (high > low)).sum())
 
 
 def minority_values(prepared: PreparedData) -> int:
@@ -256,16 +279,21 @@ def alpha_with_ci(
     field with fewer than ``MIN_MINORITY_VALUES`` pairable values outside its most frequent
     category — or, when those are under RARE_SHARE of the values, fewer than MIN_RARE_VALUES —
     gets no interval (``ci_note`` says why, ``minority_rule``): there it covered 0.45–0.92.
+    Nor does one whose annotators agree on every unit (``disagreement_rule``): its interval is
+    the point 1, which made near-perfect agreement on 10 units cover 0.85–0.91.
     """
     prepared = prepare(data, level, value_order)
     estimate = _alpha_estimate(prepared)
     if not estimate.is_defined:
         return estimate
     rare = minority_values(prepared) if prepared.level == "nominal" else None
-    too_few = None if rare is None else minority_rule(rare, estimate.n["pairable_values"])
-    if too_few:
-        return estimate.with_ci(None, None, interval=ALPHA_INTERVAL, minority_values=rare,
-                                ci_note=too_few)
+    if rare is not None:
+        disagreeing = disagreeing_units(prepared)
+        too_few = (minority_rule(rare, estimate.n["pairable_values"])
+                   or disagreement_rule(disagreeing))
+        if too_few:
+            return estimate.with_ci(None, None, interval=ALPHA_INTERVAL, minority_values=rare,
+                                    disagreeing_units=disagreeing, ci_note=too_few)
     pairable = np.flatnonzero(_values_per_unit(prepared) >= 2)
     groups = [pairable[start::MAX_ALPHA_GROUPS] for start in range(
         min(len(pairable), MAX_ALPHA_GROUPS))]

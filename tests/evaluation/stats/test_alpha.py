@@ -361,3 +361,26 @@ def test_a_rare_category_needs_thirty_values_below_a_fifth_of_the_values():
     estimate = alpha_with_ci(rare, "nominal")
     assert estimate.value == 1.0 and estimate.ci_low is None
     assert "12, 10% of the pairable values" in estimate.params["ci_note"]
+
+
+def test_a_yes_no_field_with_perfect_agreement_gets_no_interval():
+    # 3 annotators x 10 units, enough "yes" values (12) and the same answers on every unit:
+    # alpha is 1, so is every leave-one-out alpha, and the jackknife's interval would be the
+    # point 1 (near-perfect agreement on 10 units covered 0.85-0.91; statistics.md, "Too few
+    # values of the rarer categories").
+    from evaluation.lib.stats.agreement import MIN_DISAGREEING_UNITS
+
+    same = [[1, 1, 1, 0, 0, 0, 0, 0, 0, 1] for _ in range(3)]
+    estimate = alpha_with_ci(same, "nominal")
+    assert MIN_DISAGREEING_UNITS == 1
+    assert estimate.value == compute_alpha(same, "nominal").value == 1.0
+    assert estimate.ci_low is None and estimate.params["disagreeing_units"] == 0
+    assert "the annotators agree on every unit" in estimate.params["ci_note"]
+    one = [row[:] for row in same]
+    one[1][9] = 0  # one unit with a disagreement
+    shown = alpha_with_ci(one, "nominal")
+    assert shown.ci_low is not None and shown.ci_low < shown.value <= shown.ci_high
+    # Missing values make no disagreement: unit 9 rated once is not pairable.
+    lone = [row[:] for row in one]
+    lone[0][9] = lone[2][9] = None
+    assert alpha_with_ci(lone, "nominal").params["disagreeing_units"] == 0
