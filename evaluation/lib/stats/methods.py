@@ -203,8 +203,9 @@ INTERVAL_VERSIONS: dict[str, int] = {
     # 1: turns resampled independently; 2: dialogue jackknife on Fisher's z, Holm
     "evaluator_correlation": 2,
     # 1: percentile bootstrap over units; 2: jackknife-t on Fisher's intraclass z;
-    # 3: square-root intraclass z; 4: no interval for too few minority-category values
-    "krippendorff_alpha": 4,
+    # 3: square-root intraclass z; 4: no interval for too few minority-category values;
+    # 5: nor for a nominal field with no unit where the annotators disagree
+    "krippendorff_alpha": 5,
     # 1: percentile bootstrap, replicates without an MLE skipped; 2: no interval when more
     # than 5% of the replicates have no MLE
     "bradley_terry": 2,
