@@ -100,7 +100,17 @@ class SimulationForm(forms.Form):
         return self.benchmarks[self.cleaned_data["benchmark"]]
 
 
-class LLMEvaluationForm(forms.Form):
+class _FaceInstructionsOnly(forms.Form):
+    """An evaluator choice with FACE's instruction version, which no other evaluator takes."""
+
+    def clean(self):
+        data = super().clean()
+        if data.get("instructions") and data.get("evaluator") != "face":
+            self.add_error("instructions", "Instruction versions are for FACE only.")
+        return data
+
+
+class LLMEvaluationForm(_FaceInstructionsOnly):
     """Start an LLM evaluator on one submission (docs/llm.md, "From the web")."""
 
     evaluator = forms.ChoiceField()
@@ -122,14 +132,8 @@ class LLMEvaluationForm(forms.Form):
         self.fields["evaluator"].choices = [(spec.name, f"{spec.title} ({spec.name})")
                                             for spec in evaluators]
 
-    def clean(self):
-        data = super().clean()
-        if data.get("instructions") and data.get("evaluator") != "face":
-            self.add_error("instructions", "Instruction versions are for FACE only.")
-        return data
 
-
-class AutoEvaluatorForm(forms.Form):
+class AutoEvaluatorForm(_FaceInstructionsOnly):
     """An LLM evaluator run on every new upload to a benchmark (docs/llm.md, "Automatic runs
     on new submissions")."""
 
@@ -151,9 +155,3 @@ class AutoEvaluatorForm(forms.Form):
         self.fields["evaluator"].choices = [
             (spec.name, f"{spec.title} ({spec.name}, {spec.protocol} submissions)")
             for spec in evaluators]
-
-    def clean(self):
-        data = super().clean()
-        if data.get("instructions") and data.get("evaluator") != "face":
-            self.add_error("instructions", "Instruction versions are for FACE only.")
-        return data

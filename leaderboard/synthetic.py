@@ -51,6 +51,19 @@ def metric_names(count: int) -> list[tuple[str, str, str]]:
             for i in range(count)]
 
 
+def _systems_with_jobs(slug: str, systems: int, *, baseline_remainder: int):
+    """SYSTEMS synthetic systems (every tenth, counting from BASELINE_REMAINDER, a baseline)
+    and one succeeded evaluation job for each."""
+    rows = System.objects.bulk_create([
+        System(slug=f"{slug}-s{i:03d}", name=f"System {i:03d}", family=("LLM", "dense",
+               "retrieval")[i % 3], is_baseline=i % 10 == baseline_remainder)
+        for i in range(systems)])
+    jobs = Job.objects.bulk_create([
+        Job(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED, done=1, total=1,
+            finished_at=timezone.now()) for _ in rows])
+    return rows, jobs
+
+
 def synthetic_leaderboard(*, slug: str = "bench-leaderboard", systems: int = 100,
                           metrics: int = 30, dialogues: int = 200, seed: int = 0,
                           unit_values: bool = True) -> Benchmark:
@@ -59,13 +72,7 @@ def synthetic_leaderboard(*, slug: str = "bench-leaderboard", systems: int = 100
                                          version="1", domain="synthetic", protocols=["turn"],
                                          splits=["test"])
     names = metric_names(metrics)
-    system_rows = System.objects.bulk_create([
-        System(slug=f"{slug}-s{i:03d}", name=f"System {i:03d}", family=("LLM", "dense",
-               "retrieval")[i % 3], is_baseline=i % 10 == 0) for i in range(systems)])
-    now = timezone.now()
-    jobs = Job.objects.bulk_create([
-        Job(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED, done=1, total=1,
-            finished_at=now) for _ in system_rows])
+    system_rows, jobs = _systems_with_jobs(slug, systems, baseline_remainder=0)
     submissions = Submission.objects.bulk_create([
         Submission(uuid=uuid4(), system=system, benchmark=benchmark,
                    protocol="turn", file=f"synthetic/{i}.jsonl", is_public=True)
@@ -159,13 +166,7 @@ def synthetic_scale_board(*, slug: str, systems: int, dialogues: int, seed: int 
                                 dialogues=data["dialogues"])
     del data
     specs = _suite_metrics()
-    system_rows = System.objects.bulk_create([
-        System(slug=f"{slug}-s{i:03d}", name=f"System {i:03d}", family=("LLM", "dense",
-               "retrieval")[i % 3], is_baseline=i % 10 == 9) for i in range(systems)])
-    now = timezone.now()
-    jobs = Job.objects.bulk_create([
-        Job(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED, done=1, total=1,
-            finished_at=now) for _ in system_rows])
+    system_rows, jobs = _systems_with_jobs(slug, systems, baseline_remainder=9)
     submissions = [Submission(uuid=uuid4(), system=system, benchmark=benchmark, protocol="turn",
                               file=f"synthetic/{i}.jsonl", is_public=True, line_count=len(lines))
                    for i, system in enumerate(system_rows)]
