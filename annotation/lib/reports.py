@@ -27,6 +27,8 @@ from annotation.lib.labels import (
 )
 from evaluation.lib.metrics.suite import HEADLINE_METRICS, SUITE_NAME
 from evaluation.lib.stats.agreement import (
+    ALPHA_INTERVAL,
+    ALPHA_PAIR_INTERVAL,
     AgreementField,
     alpha_with_ci,
     annotator_diagnostics,
@@ -234,7 +236,10 @@ def build_agreement(table: LabelTable, *, snapshot: Mapping | None = None,
         "citation_note": citation_note,
         "blind_recommendation": _recommend(by_field.get(RECOMMEND_FIELD, []),
                                            recommend_gold or {}),
-        "interval": {"method": "jackknife_root_icc_z_t", "resampled": "units", "confidence": 0.95},
+        # each field's record names its own interval (params.interval): the jackknife, or the
+        # profile likelihood for a yes/no field rated twice per unit
+        "interval": {"method": ALPHA_INTERVAL, "yes_no_pairs": ALPHA_PAIR_INTERVAL,
+                     "resampled": "units", "confidence": 0.95},
     }
 
 

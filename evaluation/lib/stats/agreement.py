@@ -6,7 +6,8 @@ Inputs are plain annotators × units matrices (rows are annotators, columns unit
 
 - ``compute_alpha`` / ``alpha_with_ci``: Krippendorff's alpha at the nominal, ordinal, interval or
   ratio level, or with MASI distance for set-valued answers (the whole error checklist), with a
-  studentized jackknife CI over units.
+  studentized jackknife CI over units (a profile-likelihood CI for a yes/no field rated twice
+  per unit, ``binary_icc``).
 - ``leave_one_annotator_out`` and ``worst_annotator_pairs``: how agreement moves without people.
 - ``annotator_diagnostics``: per-annotator means, deviation from the others, flag rate, gold
   accuracy (Trace Table 11).
@@ -36,6 +37,7 @@ from evaluation.lib.stats.alpha import (
     masi_distance,
     prepare,
 )
+from evaluation.lib.stats.binary_icc import profile_interval, unit_counts
 from evaluation.lib.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -180,6 +182,8 @@ def compute_alpha(
 
 
 ALPHA_INTERVAL = "jackknife_root_icc_z_t"
+# A yes/no field whose every pairable unit has two values (yes_no_pairs) gets this interval.
+ALPHA_PAIR_INTERVAL = "profile_likelihood_beta_binomial_t"
 MAX_ALPHA_GROUPS = 200  # leave-outs per interval: more units are left out in 200 groups
 # A nominal interval needs MIN_MINORITY_VALUES pairable values outside the most frequent
 # category and, when those are fewer than RARE_SHARE of the pairable values, at least
@@ -281,11 +285,16 @@ def alpha_with_ci(
     gets no interval (``ci_note`` says why, ``minority_rule``): there it covered 0.45–0.92.
     Nor does one whose annotators agree on every unit (``disagreement_rule``): its interval is
     the point 1, which made near-perfect agreement on 10 units cover 0.85–0.91.
+    A yes/no field whose every pairable unit has two values (``yes_no_pairs``) gets instead the
+    profile-likelihood interval of ``binary_icc`` with a t-calibrated cut, for every study.
     """
     prepared = prepare(data, level, value_order)
     estimate = _alpha_estimate(prepared)
     if not estimate.is_defined:
         return estimate
+    pairs = yes_no_pairs(prepared)
+    if pairs is not None:
+        return _yes_no_pair_interval(estimate, pairs, confidence)
     rare = minority_values(prepared) if prepared.level == "nominal" else None
     if rare is not None:
         disagreeing = disagreeing_units(prepared)
@@ -312,6 +321,40 @@ def alpha_with_ci(
     centre = float(_alpha_z(estimate.value, mean_values))
     return estimate.with_ci(_alpha_z_inverse(centre - half, mean_values),
                             _alpha_z_inverse(centre + half, mean_values), **params)
+
+
+def yes_no_pairs(prepared: PreparedData) -> np.ndarray | None:
+    """The 0/1 matrix (−1 = no value) of a nominal field with two categories whose every
+    pairable unit has exactly two values — the design where the extended beta-binomial is
+    saturated, so its profile-likelihood interval assumes nothing (statistics.md, "Yes/no
+    fields rated twice") — or None for any other field."""
+    if prepared.level != "nominal":
+        return None
+    matrix = prepared.matrix
+    present = ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
+    per_unit = present.sum(axis=0)
+    if not np.all((per_unit == 2) | (per_unit < 2)):
+        return None
+    pairable = present & (per_unit >= 2)[None, :]
+    categories = np.unique(matrix[pairable])
+    if len(categories) != 2:
+        return None
+    codes = np.where(pairable, (matrix == categories[1]).astype(int), -1)
+    return codes
+
+
+def _yes_no_pair_interval(estimate: Estimate, pairs: np.ndarray, confidence: float) -> Estimate:
+    """The profile-likelihood interval of the intraclass correlation of two yes/no ratings
+    per unit, its likelihood-ratio cut calibrated like a t interval on n − 1 degrees of freedom
+    (n pairable units): the set of ρ within t²_{n−1} / 2 of the maximum log-likelihood."""
+    units = estimate.n["units"]
+    if units < 2:
+        return estimate.with_ci(None, None, interval=ALPHA_PAIR_INTERVAL,
+                                ci_note="too few units for an interval")
+    cut = float(t_quantile(units - 1, confidence)) ** 2
+    rho_hat, low, high = profile_interval(unit_counts(pairs), float(stats.chi2.cdf(cut, 1)))
+    return estimate.with_ci(low, high, interval=ALPHA_PAIR_INTERVAL, confidence=confidence,
+                            likelihood_cut=cut, rho_mle=rho_hat)
 
 
 def _alpha_leave_outs(prepared: PreparedData, groups: Sequence[np.ndarray]) -> np.ndarray:
