@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from evaluation.lib.stats.agreement import ALPHA_INTERVAL, ALPHA_PAIR_INTERVAL
 from evaluation.lib.stats.methods import METHOD_DESCRIPTIONS
 
 FORMATS = ("json", "csv", "latex")
@@ -68,18 +69,28 @@ def agreement_tables(report: Mapping) -> list[Table]:
     return tables
 
 
+# How each alpha interval was computed, as the tables name it (statistics.md, "Confidence
+# interval" and "Yes/no fields rated twice").
+ALPHA_INTERVAL_NAMES = {ALPHA_INTERVAL: "jackknife-t", ALPHA_PAIR_INTERVAL: "profile likelihood"}
+ALPHA_CI_CAPTION = ("95% CI over units: jackknife-t, or profile likelihood for a yes/no field "
+                    "rated twice per unit")
+
+
 def _alpha_table(report) -> Table:
-    table = Table("agreement", "Krippendorff's alpha per field (95% jackknife-t CI over units)",
+    table = Table("agreement", f"Krippendorff's alpha per field ({ALPHA_CI_CAPTION})",
                   [("field", "Field"), ("level", "Level"), ("value", "Alpha"),
-                   ("ci_low", "CI low"), ("ci_high", "CI high"), ("units", "Units"),
-                   ("annotators", "Annotators"), ("pairable_values", "Pairable values"),
-                   ("note", "Note")])
+                   ("ci_low", "CI low"), ("ci_high", "CI high"), ("interval", "Interval"),
+                   ("units", "Units"), ("annotators", "Annotators"),
+                   ("pairable_values", "Pairable values"), ("note", "Note")])
     for entry in report.get("fields", []):
         for level, estimate in entry["alpha"].items():
             n = estimate.get("n", {})
+            shown = estimate.get("ci_low") is not None
+            method = (estimate.get("params") or {}).get("interval")
             table.rows.append({"field": entry["label"], "level": level,
-                               **_estimate_cells(estimate), "units": n.get("units"),
-                               "annotators": n.get("annotators"),
+                               **_estimate_cells(estimate),
+                               "interval": ALPHA_INTERVAL_NAMES.get(method, "") if shown else "",
+                               "units": n.get("units"), "annotators": n.get("annotators"),
                                "pairable_values": n.get("pairable_values")})
     return table
 
@@ -88,10 +99,10 @@ def agreement_headline_table(report: Mapping) -> Table:
     """The headline of the agreement table: each field's alpha at its own level of measurement
     (the first of its levels; the others are in the full table)."""
     table = Table("agreement_headline", "Krippendorff's alpha per field at its level of "
-                  "measurement (95% jackknife-t CI over units)",
+                  f"measurement ({ALPHA_CI_CAPTION})",
                   [("field", "Field"), ("level", "Level"), ("value", "Alpha"),
-                   ("ci_low", "CI low"), ("ci_high", "CI high"), ("units", "Units"),
-                   ("annotators", "Annotators"), ("note", "Note")])
+                   ("ci_low", "CI low"), ("ci_high", "CI high"), ("interval", "Interval"),
+                   ("units", "Units"), ("annotators", "Annotators"), ("note", "Note")])
     full = _alpha_table(report).rows
     for entry in report.get("fields", []):
         level = entry["alpha_levels"][0]
@@ -416,8 +427,9 @@ def bundle_readme(snapshot: Mapping, files: Mapping[str, str], methods: Sequence
         "Every number in the JSON files carries `n` (what was counted), `method` (one of the "
         "keys below), a 95% interval where one is meaningful (`ci_low`, `ci_high`) and, when "
         "it could not be computed, `undefined_reason` instead of a value. Intervals are "
-        "jackknife-t intervals (no random draws), so the same data always give the same "
-        "numbers.",
+        "jackknife-t intervals, or, for alpha of a yes/no field rated twice per unit, "
+        "profile-likelihood intervals (`params.interval` says which); none uses random draws, "
+        "so the same data always give the same numbers.",
         "",
     ]
     for key in methods:

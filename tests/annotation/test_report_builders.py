@@ -310,3 +310,19 @@ def test_a_rare_yes_no_field_reports_alpha_with_why_it_has_no_interval():
     assert "too few values outside the most frequent" in exports.to_latex(tables[:1])
     display = exports.display_table(tables[0])
     assert any("too few values" in cell["text"] for cell in display["rows"][0])
+
+
+def test_the_agreement_tables_name_each_fields_interval():
+    # Two annotators' yes/no answers get the profile-likelihood interval, a 1-5 score the
+    # jackknife-t (statistics.md, "Yes/no fields rated twice"); the CSV and LaTeX say which.
+    pairs = {"A": ["y", "n", "n", "y", "n", "n", "y", "n", "n", "n", "y", "n"],
+             "B": ["y", "n", "y", "y", "n", "n", "n", "n", "n", "n", "y", "n"]}
+    report = reports.build_agreement(table_from(pairs, "error.x", "nominal"))
+    tables = exports.agreement_tables(report)
+    row = next(csv.DictReader(io.StringIO(exports.to_csv(tables[:1]))))
+    assert row["interval"] == "profile likelihood" and row["ci_low"] != ""
+    assert "profile likelihood for a yes/no field rated twice" in tables[0].caption
+    assert "profile likelihood" in exports.to_latex(tables[:1])
+    scores = reports.build_agreement(table_from(EXAMPLE_C, "my_score", "ordinal"))
+    first = next(csv.DictReader(io.StringIO(exports.to_csv(exports.agreement_tables(scores)[:1]))))
+    assert first["interval"] == "jackknife-t"
