@@ -223,7 +223,7 @@ def disagreement_rule(disagreeing: int) -> str | None:
 def disagreeing_units(prepared: PreparedData) -> int:
     """Pairable units (two or more values) whose values are not all the same."""
     matrix = prepared.matrix.astype(float)
-    present = ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
+    present = _present(prepared)
     pairable = present.sum(axis=0) >= 2
     low = np.where(present, matrix, np.inf).min(axis=0)
     high = np.where(present, matrix, -np.inf).max(axis=0)
@@ -233,7 +233,7 @@ def disagreeing_units(prepared: PreparedData) -> int:
 def minority_values(prepared: PreparedData) -> int:
     """Pairable values (in units with two or more values) outside the most frequent category."""
     matrix = prepared.matrix
-    present = ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
+    present = _present(prepared)
     pairable = present.sum(axis=0) >= 2
     _, counts = np.unique(matrix[:, pairable][present[:, pairable]], return_counts=True)
     return int(counts.sum() - counts.max()) if len(counts) else 0
@@ -331,16 +331,15 @@ def yes_no_pairs(prepared: PreparedData) -> np.ndarray | None:
     if prepared.level != "nominal":
         return None
     matrix = prepared.matrix
-    present = ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
+    present = _present(prepared)
     per_unit = present.sum(axis=0)
-    if not np.all((per_unit == 2) | (per_unit < 2)):
+    if np.any(per_unit > 2):
         return None
     pairable = present & (per_unit >= 2)[None, :]
     categories = np.unique(matrix[pairable])
     if len(categories) != 2:
         return None
-    codes = np.where(pairable, (matrix == categories[1]).astype(int), -1)
-    return codes
+    return np.where(pairable, (matrix == categories[1]).astype(int), -1)
 
 
 def _yes_no_pair_interval(estimate: Estimate, pairs: np.ndarray, confidence: float) -> Estimate:
@@ -372,10 +371,14 @@ def _alpha_leave_outs(prepared: PreparedData, groups: Sequence[np.ndarray]) -> n
     return np.concatenate(values) if values else np.empty(0)
 
 
-def _values_per_unit(prepared: PreparedData) -> np.ndarray:
+def _present(prepared: PreparedData) -> np.ndarray:
+    """Which cells of the annotators × units matrix hold a value."""
     matrix = prepared.matrix
-    present = ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
-    return present.sum(axis=0)
+    return ~np.isnan(matrix) if prepared.kind == "numeric" else matrix >= 0
+
+
+def _values_per_unit(prepared: PreparedData) -> np.ndarray:
+    return _present(prepared).sum(axis=0)
 
 
 # --- leave-one-out -----------------------------------------------------------------------
