@@ -161,17 +161,16 @@ def _preference_recompute(run: Run, stored: list[MetricSummary]) -> int:
     over the simulated users' values (one unit each, in the order stored), cut to [0, 1], n =
     users and no standard deviation."""
     for row in stored:
+        row.ci_method, row.ci_version = _interval_stamp().values()
         values = list(UnitScore.objects.filter(run=run, metric=row.metric).exclude(value=None)
                       .order_by("pk").values_list("value", "dialogue_id"))
         if not values:
-            row.ci_method, row.ci_version = _interval_stamp().values()
             continue
         estimate = cluster_mean([v for v, _ in values], [c for _, c in values],
                                 bounds=(0.0, 1.0))
         row.value, row.ci_low, row.ci_high = estimate.value, estimate.ci_low, estimate.ci_high
         row.n = estimate.n.get("clusters", 0)
         row.undefined_reason = estimate.undefined_reason or ""
-        row.ci_method, row.ci_version = _interval_stamp().values()
     MetricSummary.objects.bulk_update(stored, ["value", "ci_low", "ci_high", "n",
                                                "undefined_reason", "ci_method", "ci_version"])
     return len(stored)

@@ -351,7 +351,7 @@ def _yes_no_pair_interval(estimate: Estimate, pairs: np.ndarray, confidence: flo
         return estimate.with_ci(None, None, interval=ALPHA_PAIR_INTERVAL,
                                 ci_note="too few units for an interval")
     cut = float(t_quantile(units - 1, confidence)) ** 2
-    rho_hat, low, high = profile_interval(unit_counts(pairs), float(stats.chi2.cdf(cut, 1)))
+    rho_hat, low, high = profile_interval(unit_counts(pairs), cut=cut)
     return estimate.with_ci(low, high, interval=ALPHA_PAIR_INTERVAL, confidence=confidence,
                             likelihood_cut=cut, rho_mle=rho_hat)
 

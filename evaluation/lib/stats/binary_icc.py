@@ -121,8 +121,10 @@ def profile_log_likelihood(rho: float, counts: UnitCounts) -> float:
     return log_likelihood(pi, rho, counts)
 
 
-def profile_interval(counts: UnitCounts, confidence: float = 0.95) -> tuple[float, float, float]:
-    """(ρ̂, low, high): the maximum-likelihood ρ and the profile-likelihood interval."""
+def profile_interval(counts: UnitCounts, confidence: float = 0.95, *,
+                     cut: float | None = None) -> tuple[float, float, float]:
+    """(ρ̂, low, high): the maximum-likelihood ρ and the profile-likelihood interval, the ρ
+    whose likelihood-ratio statistic is at most CUT (default χ²₁ at CONFIDENCE)."""
     floor = rho_floor(counts) + 1e-7
     top = 1.0 - _EDGE
     profile = lambda rho: profile_log_likelihood(rho, counts)  # noqa: E731
@@ -132,8 +134,10 @@ def profile_interval(counts: UnitCounts, confidence: float = 0.95) -> tuple[floa
     for edge in (floor, 1.0):  # a maximum on the boundary (1: every unit unanimous)
         if profile(edge) > best:
             rho_hat, best = edge, profile(edge)
-    cut = best - stats.chi2.ppf(confidence, 1) / 2.0
-    excess = lambda rho: profile(rho) - cut  # noqa: E731
+    if cut is None:
+        cut = float(stats.chi2.ppf(confidence, 1))
+    lowest = best - cut / 2.0
+    excess = lambda rho: profile(rho) - lowest  # noqa: E731
     low = rho_floor(counts) if rho_hat <= floor or excess(floor) >= 0 else optimize.brentq(
         excess, floor, rho_hat, xtol=1e-9)
     high = 1.0 if rho_hat >= top or excess(1.0) >= 0 or excess(top) >= 0 else optimize.brentq(

@@ -17,7 +17,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from evaluation.lib.stats.clustered import DEFAULT_CONFIDENCE, MEAN_METHOD, mean_intervals
+from evaluation.lib.stats.clustered import (
+    DEFAULT_CONFIDENCE,
+    MEAN_METHOD,
+    ascending_string_labels,
+    mean_intervals,
+)
 from evaluation.lib.stats.results import Estimate
 
 METHOD = MEAN_METHOD
@@ -98,7 +103,7 @@ def _in_cluster_order(clusters, sums, counts) -> tuple[np.ndarray, np.ndarray]:
     a string array already in ascending order (a leaderboard's stored table) are taken as they
     are, without a sort in Python (a system page does this for every metric and tier)."""
     labels = np.asarray(clusters) if len(clusters) else np.array([], dtype=str)
-    if labels.dtype.kind in "US" and bool(np.all(labels[:-1] < labels[1:])):
+    if ascending_string_labels(labels):
         count_array = np.asarray(counts, dtype=float)
         keep = count_array > 0
         return np.asarray(sums, dtype=float)[keep], count_array[keep]

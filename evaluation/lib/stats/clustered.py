@@ -391,12 +391,17 @@ def shared_cluster_sums(
     return shared, np.vstack([s_a[ia], s_b[ib]]), np.vstack([n_a[ia], n_b[ib]]), n
 
 
+def ascending_string_labels(labels: np.ndarray) -> bool:
+    """LABELS are strings in strictly ascending order, as a leaderboard's stored per-dialogue
+    table lists its dialogues: then no sort is needed to put them in cluster order."""
+    return labels.dtype.kind in "US" and bool(np.all(labels[:-1] < labels[1:]))
+
+
 def _same_ascending_labels(labels_a: np.ndarray, labels_b: np.ndarray) -> bool:
-    """Both systems list the same string labels in strictly ascending order (as a leaderboard's
-    stored per-dialogue table does): then the shared dialogues are found in place."""
-    return (labels_a.dtype.kind in "US" and labels_b.dtype.kind in "US"
-            and np.array_equal(labels_a, labels_b)
-            and bool(np.all(labels_a[:-1] < labels_a[1:])))
+    """Both systems list the same ascending string labels: then the shared dialogues are found
+    in place."""
+    return (ascending_string_labels(labels_a) and labels_b.dtype.kind in "US"
+            and np.array_equal(labels_a, labels_b))
 
 
 def _shared_in_place(labels, s_a, n_a, _labels_b, s_b, n_b):
