@@ -230,7 +230,7 @@ NOMINAL_CUT = 0.5
 
 
 # The yes/no designs: (cut, annotators). "nominal" is the bench's design (31% yes); "rare" a
-# category that 16% of the values take (population alpha 0.54), "pair" two annotators on the
+# category that 16% of the values take (population alpha 0.355), "pair" two annotators on the
 # bench's design. "nominal" and "rare" are where the jackknife's interval was too short
 # (statistics.md, "Too few values of the rarer categories"), so it is shown only from
 # MIN_MINORITY_VALUES values outside the commoner answer; "pair" gets the profile-likelihood

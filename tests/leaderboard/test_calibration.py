@@ -85,6 +85,11 @@ def test_population_alpha_of_the_design():
     assert true_alpha("interval") == 0.6
     big = _ratings(np.random.default_rng(5), 100_000, "nominal")
     assert compute_alpha(big, "nominal").value == pytest.approx(true_alpha("nominal"), abs=0.01)
+    # The rare design (16% yes, cut at 1.0): 0.355, the figure docs/statistics.md gives.
+    rare = _ratings(np.random.default_rng(6), 100_000, "nominal", cut=1.0)
+    assert true_alpha("nominal", 1.0) == pytest.approx(0.355, abs=5e-4)
+    assert compute_alpha(rare, "nominal").value == pytest.approx(true_alpha("nominal", 1.0),
+                                                                 abs=0.01)
 
 
 def test_population_bradley_terry_target_of_the_arena_design():
