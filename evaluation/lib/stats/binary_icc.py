@@ -1,6 +1,6 @@
 """The interval of a yes/no field's agreement: a profile-likelihood interval for the intraclass
-correlation of binary ratings (docs/statistics.md, "Yes/no fields: a profile-likelihood
-interval").
+correlation of binary ratings (docs/statistics.md, "Yes/no fields rated twice: a
+profile-likelihood interval").
 
 For two categories, Krippendorff's alpha estimates the intraclass correlation ρ = 1 − P(two
 values of one unit differ) / P(two values of different units differ). A unit rated by m
@@ -12,8 +12,9 @@ annotators, x of whom said yes, is modelled by Prentice's (1986) extended beta-b
 which allows ρ below 0 down to −1 / (2M − 3), M the largest number of values per unit. With m = 2
 the model is saturated (any distribution of a pair's answers is one (π, ρ)), so for two
 annotators it is no assumption at all. The interval holds every ρ whose profile log-likelihood
-(maximised over π) is within χ²₁(0.95) / 2 of the maximum; where that set reaches ρ = 1 (every
-unit unanimous) the upper end is 1. No random draws, no Django.
+(maximised over π) is within cut / 2 of the maximum (χ²₁ at the confidence by default; the
+study report passes t²_{n−1}, agreement._yes_no_pair_interval); where that set reaches ρ = 1
+(every unit unanimous) the upper end is 1. No random draws, no Django.
 """
 
 from __future__ import annotations
