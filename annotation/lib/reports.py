@@ -29,6 +29,7 @@ from evaluation.lib.metrics.suite import HEADLINE_METRICS, SUITE_NAME
 from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
+    ALPHA_YES_NO_INTERVAL,
     AgreementField,
     alpha_with_ci,
     annotator_diagnostics,
@@ -236,9 +237,10 @@ def build_agreement(table: LabelTable, *, snapshot: Mapping | None = None,
         "citation_note": citation_note,
         "blind_recommendation": _recommend(by_field.get(RECOMMEND_FIELD, []),
                                            recommend_gold or {}),
-        # each field's record names its own interval (params.interval): the jackknife, or the
-        # profile likelihood for a yes/no field rated twice per unit
+        # each field's record names its own interval (params.interval): the jackknife, or for a
+        # yes/no field the profile likelihood (rated twice per unit) or the test inversion
         "interval": {"method": ALPHA_INTERVAL, "yes_no_pairs": ALPHA_PAIR_INTERVAL,
+                     "yes_no": ALPHA_YES_NO_INTERVAL,
                      "resampled": "units", "confidence": 0.95},
     }
 

@@ -231,10 +231,10 @@ NOMINAL_CUT = 0.5
 
 # The yes/no designs: (cut, annotators). "nominal" is the bench's design (31% yes); "rare" a
 # category that 16% of the values take (population alpha 0.355), "pair" two annotators on the
-# bench's design. "nominal" and "rare" are where the jackknife's interval was too short
-# (statistics.md, "Too few values of the rarer categories"), so it is shown only from
-# MIN_MINORITY_VALUES values outside the commoner answer; "pair" gets the profile-likelihood
-# interval of a yes/no field rated twice (statistics.md, "Yes/no fields rated twice").
+# bench's design. "nominal" and "rare" are where the jackknife's interval was too short or too
+# wide (statistics.md, "Too few values of the rarer categories"); they get the test-inversion
+# interval ("Yes/no fields with three or more values per unit"), "pair" the profile-likelihood
+# interval of a yes/no field rated twice ("Yes/no fields rated twice").
 YES_NO_DESIGNS = {"nominal": (NOMINAL_CUT, ALPHA_ANNOTATORS), "rare": (1.0, ALPHA_ANNOTATORS),
                   "pair": (NOMINAL_CUT, 2)}
 

@@ -295,11 +295,12 @@ def test_readme_names_methods_snapshot_and_exclusions():
     assert "zed: failed gold" in readme and "Concord 0.1.0" in readme
 
 
-def test_a_rare_yes_no_field_reports_alpha_with_why_it_has_no_interval():
-    # 4 "yes" among 30 values: alpha, but no interval (statistics.md, "Too few values of the
-    # rarer categories"); the page's table, the CSV and the LaTeX say why in the note.
+def test_a_rare_label_reports_alpha_with_why_it_has_no_interval():
+    # Three categories, 4 values outside "n" among 30: alpha, but no interval (statistics.md,
+    # "Too few values of the rarer categories"); the page's table, the CSV and the LaTeX say
+    # why in the note.
     rare = {"A": ["y", "n", "n", "n", "n", "n", "n", "n", "n", "n"],
-            "B": ["y", "n", "n", "n", "n", "n", "n", "n", "y", "n"],
+            "B": ["y", "n", "n", "n", "n", "n", "n", "n", "m", "n"],
             "C": ["y", "n", "n", "n", "n", "n", "n", "n", "n", "n"]}
     report = reports.build_agreement(table_from(rare, "error.x", "nominal"))
     estimate = alpha(report, "error.x", "nominal")
@@ -313,16 +314,27 @@ def test_a_rare_yes_no_field_reports_alpha_with_why_it_has_no_interval():
 
 
 def test_the_agreement_tables_name_each_fields_interval():
-    # Two annotators' yes/no answers get the profile-likelihood interval, a 1-5 score the
-    # jackknife-t (statistics.md, "Yes/no fields rated twice"); the CSV and LaTeX say which.
+    # Yes/no answers get the profile-likelihood interval from two annotators, the test
+    # inversion from three (the same rare field that the jackknife's rules left without one),
+    # a 1-5 score the jackknife-t (statistics.md, "Yes/no fields rated twice" and "... with
+    # three or more values per unit"); the CSV and LaTeX say which.
     pairs = {"A": ["y", "n", "n", "y", "n", "n", "y", "n", "n", "n", "y", "n"],
              "B": ["y", "n", "y", "y", "n", "n", "n", "n", "n", "n", "y", "n"]}
     report = reports.build_agreement(table_from(pairs, "error.x", "nominal"))
     tables = exports.agreement_tables(report)
     row = next(csv.DictReader(io.StringIO(exports.to_csv(tables[:1]))))
     assert row["interval"] == "profile likelihood" and row["ci_low"] != ""
-    assert "profile likelihood for a yes/no field rated twice" in tables[0].caption
+    assert "profile likelihood when rated twice per unit" in tables[0].caption
+    assert "test inversion when more" in tables[0].caption
     assert "profile likelihood" in exports.to_latex(tables[:1])
+    rare = {"A": ["y", "n", "n", "n", "n", "n", "n", "n", "n", "n"],
+            "B": ["y", "n", "n", "n", "n", "n", "n", "n", "y", "n"],
+            "C": ["y", "n", "n", "n", "n", "n", "n", "n", "n", "n"]}
+    three = reports.build_agreement(table_from(rare, "error.x", "nominal"))
+    row = next(csv.DictReader(io.StringIO(exports.to_csv(exports.agreement_tables(three)[:1]))))
+    assert row["interval"] == "test inversion" and row["note"] == ""
+    assert float(row["ci_low"]) < float(row["value"]) < float(row["ci_high"])
+    assert "test inversion" in exports.to_latex(exports.agreement_tables(three)[:1])
     scores = reports.build_agreement(table_from(EXAMPLE_C, "my_score", "ordinal"))
     first = next(csv.DictReader(io.StringIO(exports.to_csv(exports.agreement_tables(scores)[:1]))))
     assert first["interval"] == "jackknife-t"

@@ -6,8 +6,8 @@ Inputs are plain annotators × units matrices (rows are annotators, columns unit
 
 - ``compute_alpha`` / ``alpha_with_ci``: Krippendorff's alpha at the nominal, ordinal, interval or
   ratio level, or with MASI distance for set-valued answers (the whole error checklist), with a
-  studentized jackknife CI over units (a profile-likelihood CI for a yes/no field rated twice
-  per unit, ``binary_icc``).
+  studentized jackknife CI over units (for a yes/no field a profile-likelihood CI when it is
+  rated twice per unit, a test-inversion CI when more; ``binary_icc``).
 - ``leave_one_annotator_out`` and ``worst_annotator_pairs``: how agreement moves without people.
 - ``annotator_diagnostics``: per-annotator means, deviation from the others, flag rate, gold
   accuracy (Trace Table 11).
@@ -37,7 +37,12 @@ from evaluation.lib.stats.alpha import (
     masi_distance,
     prepare,
 )
-from evaluation.lib.stats.binary_icc import profile_interval, unit_counts
+from evaluation.lib.stats.binary_icc import (
+    TEST_DRAWS,
+    profile_interval,
+    test_inversion_interval,
+    unit_counts,
+)
 from evaluation.lib.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -182,8 +187,10 @@ def compute_alpha(
 
 
 ALPHA_INTERVAL = "jackknife_root_icc_z_t"
-# A yes/no field whose every pairable unit has two values (yes_no_pairs) gets this interval.
+# A yes/no field whose every pairable unit has two values gets this interval ...
 ALPHA_PAIR_INTERVAL = "profile_likelihood_beta_binomial_t"
+# ... and one with three or more values in some unit this one (yes_no_codes decides).
+ALPHA_YES_NO_INTERVAL = "beta_binomial_test_inversion_mid_p"
 MAX_ALPHA_GROUPS = 200  # leave-outs per interval: more units are left out in 200 groups
 # A nominal interval needs MIN_MINORITY_VALUES pairable values outside the most frequent
 # category and, when those are fewer than RARE_SHARE of the pairable values, at least
@@ -278,23 +285,27 @@ def alpha_with_ci(
     units when there are more), on the scale ``_alpha_z`` with m̄ the mean number of values per
     pairable unit; the interval is z ± t_{G−1} × SE_jackknife(z) mapped back. The percentile
     bootstrap covered 0.83–0.85 at ten units, Fisher's intraclass z 0.90 for a yes/no field
-    (``bench_calibration``). Deterministic: N_RESAMPLES and SEED are kept for callers;
-    nothing is drawn. Leave-outs where alpha is undefined are skipped and counted. A nominal
+    (``bench_calibration``). Deterministic: N_RESAMPLES is kept for callers; the jackknife
+    draws nothing. Leave-outs where alpha is undefined are skipped and counted. A nominal
     field with fewer than ``MIN_MINORITY_VALUES`` pairable values outside its most frequent
     category — or, when those are under RARE_SHARE of the values, fewer than MIN_RARE_VALUES —
-    gets no interval (``ci_note`` says why, ``minority_rule``): there it covered 0.45–0.92.
+    and three or more categories gets no interval (``ci_note`` says why, ``minority_rule``):
+    on yes/no designs it covered 0.45–0.92.
     Nor does one whose annotators agree on every unit (``disagreement_rule``): its interval is
     the point 1, which made near-perfect agreement on 10 units cover 0.85–0.91.
-    A yes/no field whose every pairable unit has two values (``yes_no_pairs``) gets instead the
-    profile-likelihood interval of ``binary_icc`` with a t-calibrated cut, for every study.
+    A yes/no field (two categories, ``yes_no_codes``) gets instead, for every study, an
+    interval of ``binary_icc``: the profile likelihood with a t-calibrated cut when every
+    pairable unit has two values, the test inversion (seeded by SEED) when some unit has more.
     """
     prepared = prepare(data, level, value_order)
     estimate = _alpha_estimate(prepared)
     if not estimate.is_defined:
         return estimate
-    pairs = yes_no_pairs(prepared)
-    if pairs is not None:
-        return _yes_no_pair_interval(estimate, pairs, confidence)
+    codes = yes_no_codes(prepared)
+    if codes is not None:
+        if codes.shape[0] and (codes >= 0).sum(axis=0).max() > 2:
+            return _yes_no_test_interval(estimate, codes, confidence, seed)
+        return _yes_no_pair_interval(estimate, codes, confidence)
     rare = minority_values(prepared) if prepared.level == "nominal" else None
     if rare is not None:
         disagreeing = disagreeing_units(prepared)
@@ -323,19 +334,18 @@ def alpha_with_ci(
                             _alpha_z_inverse(centre + half, mean_values), **params)
 
 
-def yes_no_pairs(prepared: PreparedData) -> np.ndarray | None:
-    """The 0/1 matrix (−1 = no value) of a nominal field with two categories whose every
-    pairable unit has exactly two values — the design where the extended beta-binomial is
-    saturated, so its profile-likelihood interval assumes nothing (statistics.md, "Yes/no
-    fields rated twice") — or None for any other field."""
+def yes_no_codes(prepared: PreparedData) -> np.ndarray | None:
+    """The 0/1 matrix (−1 = no value or a unit rated once) of a nominal field whose pairable
+    values take exactly two categories, or None for any other field. Rated twice per unit it
+    gets the profile-likelihood interval (the extended beta-binomial is saturated for pairs, so
+    it assumes nothing; statistics.md, "Yes/no fields rated twice"), with three or more values
+    in some unit the test-inversion interval ("Yes/no fields with three or more values per
+    unit")."""
     if prepared.level != "nominal":
         return None
     matrix = prepared.matrix
     present = _present(prepared)
-    per_unit = present.sum(axis=0)
-    if np.any(per_unit > 2):
-        return None
-    pairable = present & (per_unit >= 2)[None, :]
+    pairable = present & (present.sum(axis=0) >= 2)[None, :]
     categories = np.unique(matrix[pairable])
     if len(categories) != 2:
         return None
@@ -354,6 +364,17 @@ def _yes_no_pair_interval(estimate: Estimate, pairs: np.ndarray, confidence: flo
     rho_hat, low, high = profile_interval(unit_counts(pairs), cut=cut)
     return estimate.with_ci(low, high, interval=ALPHA_PAIR_INTERVAL, confidence=confidence,
                             likelihood_cut=cut, rho_mle=rho_hat)
+
+
+def _yes_no_test_interval(estimate: Estimate, codes: np.ndarray, confidence: float,
+                          seed: int) -> Estimate:
+    """The test-inversion interval of a yes/no field with three or more values in some unit:
+    every ρ₀ at which alpha is in neither tail of its own distribution simulated from the
+    beta-binomial at (π̂(ρ₀), ρ₀) on the study's units (``binary_icc.test_inversion_interval``).
+    Seeded: the same study always gets the same interval."""
+    low, high = test_inversion_interval(unit_counts(codes), confidence, seed=seed)
+    return estimate.with_ci(low, high, interval=ALPHA_YES_NO_INTERVAL, confidence=confidence,
+                            draws=TEST_DRAWS, seed=seed)
 
 
 def _alpha_leave_outs(prepared: PreparedData, groups: Sequence[np.ndarray]) -> np.ndarray:

@@ -28,13 +28,17 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "z = −2/√(m(m − 1)) artanh(√((m − 1)(1 − α)/m)), m the mean number of values per unit "
         "(slope 1 / ((1 + (m − 1)α)√(1 − α))), and the interval is z ± t(G − 1) × the "
         "jackknife standard error, mapped back (capped at 1). No random draws. A nominal "
-        "field with fewer than 6 pairable values outside its most frequent category has no "
-        "interval (too few values of the rarer categories: there the interval was too short), "
-        "nor does one whose annotators agree on every unit. A yes/no field whose every unit "
-        "has two values gets instead a profile-likelihood interval for the intraclass "
-        "correlation under the extended beta-binomial (saturated for pairs): every ρ whose "
-        "log-likelihood, maximised over the share of yes answers, is within t(n − 1)² / 2 of "
-        "the maximum, n the units rated twice; it reaches 1 when every pair agrees."
+        "field of three or more categories with fewer than 6 pairable values outside its most "
+        "frequent category has no interval (too few values of the rarer categories: there the "
+        "interval was too short), nor does one whose annotators agree on every unit. A yes/no "
+        "field whose every unit has two values gets instead a profile-likelihood interval for "
+        "the intraclass correlation under the extended beta-binomial (saturated for pairs): "
+        "every ρ whose log-likelihood, maximised over the share of yes answers, is within "
+        "t(n − 1)² / 2 of the maximum, n the units rated twice; it reaches 1 when every pair "
+        "agrees. A yes/no field with three or more values in some unit gets a test-inversion "
+        "interval: every ρ₀ at which the observed alpha lies in neither 2.5% tail (mid-p) of "
+        "alpha's distribution over 4,000 studies simulated on the same units from the "
+        "beta-binomial at ρ₀ and the maximum-likelihood share of yes answers at ρ₀ (seed 42)."
     ),
     "masi_distance": (
         "MASI distance between two label sets (e.g. two answers to the error checklist): "
@@ -210,8 +214,9 @@ INTERVAL_VERSIONS: dict[str, int] = {
     # 1: percentile bootstrap over units; 2: jackknife-t on Fisher's intraclass z;
     # 3: square-root intraclass z; 4: no interval for too few minority-category values;
     # 5: nor for a nominal field with no unit where the annotators disagree; 6: a yes/no field
-    # rated twice per unit gets the t-calibrated profile-likelihood interval
-    "krippendorff_alpha": 6,
+    # rated twice per unit gets the t-calibrated profile-likelihood interval; 7: one with three
+    # or more values in some unit the beta-binomial test-inversion interval
+    "krippendorff_alpha": 7,
     # 1: percentile bootstrap, replicates without an MLE skipped; 2: no interval when more
     # than 5% of the replicates have no MLE
     "bradley_terry": 2,

@@ -175,17 +175,18 @@ def test_the_interval_scale_has_the_documented_slope_and_inverts():
         assert _alpha_z(1.0, m) == 0.0 and _alpha_z_inverse(0.3, m) == 1.0
 
 
-def test_nominal_alpha_ci_on_a_tiny_yes_no_study_reproduces_an_independent_computation():
-    # Three annotators, eight yes/no units, one rating missing. Pinned values computed
+def test_nominal_alpha_ci_on_a_tiny_study_reproduces_an_independent_computation():
+    # Three annotators, eight units with three categories (a yes/no field gets the interval of
+    # test_yes_no_test_inversion.py), one rating missing. Pinned values computed
     # independently: leave-outs by the krippendorff package, the scale by numerical
     # integration of its slope 1 / ((1 + (m − 1)x) √(1 − x)) from 0, limits by root finding.
     from scipy import integrate, optimize
 
-    data = [[1, 1, 0, 0, 1, 0, 1, 0], [1, 0, 0, 0, 1, 1, 1, 0], [1, 1, 0, _, 1, 0, 0, 0]]
+    data = [[1, 1, 0, 0, 2, 0, 1, 0], [1, 0, 0, 0, 2, 1, 1, 0], [1, 1, 0, _, 2, 0, 0, 2]]
     estimate = alpha_with_ci(data, "nominal")
-    assert estimate.value == pytest.approx(0.5)
-    assert estimate.ci_low == pytest.approx(-0.030741024741270752, abs=1e-9)
-    assert estimate.ci_high == pytest.approx(0.9696438953396282, abs=1e-9)
+    assert estimate.value == pytest.approx(19 / 41)
+    assert estimate.ci_low == pytest.approx(-0.04956830891286401, abs=1e-9)
+    assert estimate.ci_high == pytest.approx(0.951124813105271, abs=1e-9)
     matrix = np.array([[np.nan if v is None else v for v in row] for row in data], float)
     m = 23 / 8
     leave = np.array([krippendorff.alpha(reliability_data=np.delete(matrix, g, axis=1),
@@ -197,8 +198,8 @@ def test_nominal_alpha_ci_on_a_tiny_yes_no_study_reproduces_an_independent_compu
 
     zs = np.array([z(a) for a in leave])
     half = stats.t.ppf(0.975, 7) * np.sqrt(7 / 8 * ((zs - zs.mean()) ** 2).sum())
-    low = optimize.brentq(lambda a: z(a) - (z(0.5) - half), -1 / (m - 1) + 1e-9, 0.999999)
-    high = optimize.brentq(lambda a: z(a) - (z(0.5) + half), -1 / (m - 1) + 1e-9, 0.999999)
+    low = optimize.brentq(lambda a: z(a) - (z(19 / 41) - half), -1 / (m - 1) + 1e-9, 0.999999)
+    high = optimize.brentq(lambda a: z(a) - (z(19 / 41) + half), -1 / (m - 1) + 1e-9, 0.999999)
     assert (estimate.ci_low, estimate.ci_high) == pytest.approx((low, high), abs=1e-7)
     assert estimate.params["mean_values_per_unit"] == pytest.approx(m)
 
@@ -317,18 +318,19 @@ def test_interval_closed_form_equals_coincidence_matrix_formulation(matrix):
     assert closed.expected == pytest.approx(general.expected, rel=1e-9, abs=1e-9)
 
 
-def test_a_yes_no_field_with_too_few_rare_values_gets_alpha_but_no_interval():
-    # 3 annotators x 10 units, "yes" given 4 times (units 0 and 8); statistics.md "Too few
-    # values of the rarer categories": below MIN_MINORITY_VALUES = 6 there is no interval.
+def test_a_nominal_field_with_too_few_rare_values_gets_alpha_but_no_interval():
+    # 3 annotators x 10 units, "1" given 3 times (unit 0) and "2" once (unit 8); statistics.md
+    # "Too few values of the rarer categories": below MIN_MINORITY_VALUES = 6 there is no
+    # interval.
     from evaluation.lib.stats.agreement import MIN_MINORITY_VALUES
 
     few = [[1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-           [1, 0, 0, 0, 0, 0, 0, 0, 1, 0],
+           [1, 0, 0, 0, 0, 0, 0, 0, 2, 0],
            [1, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
     estimate = alpha_with_ci(few, "nominal")
     assert MIN_MINORITY_VALUES == 6
     assert estimate.value == compute_alpha(few, "nominal").value  # the statistic is unchanged
-    assert round(estimate.value, 3) == 0.721  # docs/statistics.md, reference values
+    assert round(estimate.value, 3) == 0.729  # docs/statistics.md, reference values
     assert estimate.ci_low is None and estimate.ci_high is None
     assert estimate.params["minority_values"] == 4
     assert "too few values outside the most frequent category" in estimate.params["ci_note"]
@@ -355,22 +357,25 @@ def test_a_rare_category_needs_thirty_values_below_a_fifth_of_the_values():
     assert "needs 6" in minority_rule(5, 10)
     assert "needs 30, or 20%" in minority_rule(29, 200)  # 14.5%: too few
     assert minority_rule(30, 200) is None and minority_rule(40, 200) is None
-    # 40 units x 3 annotators, "yes" 12 times in four units (10% of the values): no interval.
+    # 40 units x 3 annotators, "1" and "2" 12 times in four units (10% of the values): no
+    # interval.
     rare = np.zeros((3, 40))
-    rare[:, :4] = 1
+    rare[:, :2] = 1
+    rare[:, 2:4] = 2
     estimate = alpha_with_ci(rare, "nominal")
     assert estimate.value == 1.0 and estimate.ci_low is None
     assert "12, 10% of the pairable values" in estimate.params["ci_note"]
 
 
-def test_a_yes_no_field_with_perfect_agreement_gets_no_interval():
-    # 3 annotators x 10 units, enough "yes" values (12) and the same answers on every unit:
+def test_a_nominal_field_with_perfect_agreement_gets_no_interval():
+    # 3 annotators x 10 units, three categories, enough values outside the commonest (12) and
+    # the same answers on every unit:
     # alpha is 1, so is every leave-one-out alpha, and the jackknife's interval would be the
     # point 1 (near-perfect agreement on 10 units covered 0.85-0.91; statistics.md, "Too few
     # values of the rarer categories").
     from evaluation.lib.stats.agreement import MIN_DISAGREEING_UNITS
 
-    same = [[1, 1, 1, 0, 0, 0, 0, 0, 0, 1] for _ in range(3)]
+    same = [[1, 1, 2, 0, 0, 0, 0, 0, 0, 2] for _ in range(3)]
     estimate = alpha_with_ci(same, "nominal")
     assert MIN_DISAGREEING_UNITS == 1
     assert estimate.value == compute_alpha(same, "nominal").value == 1.0

@@ -12,6 +12,7 @@ from evaluation.lib.stats import binary_icc
 from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
+    ALPHA_YES_NO_INTERVAL,
     alpha_with_ci,
     compute_alpha,
 )
@@ -131,12 +132,12 @@ def test_rare_answers_and_perfect_agreement_rated_twice_get_an_interval_too():
     assert same.value == 1.0 and same.ci_high == 1.0 and same.ci_low < 0.9
 
 
-def test_other_fields_keep_the_jackknife():
+def test_three_values_in_a_unit_take_the_test_inversion_and_other_fields_the_jackknife():
     three = np.vstack([_pairs(12, 5, 3), _pairs(12, 5, 3)[0]])  # three annotators
-    assert alpha_with_ci(three, "nominal").params["interval"] == ALPHA_INTERVAL
+    assert alpha_with_ci(three, "nominal").params["interval"] == ALPHA_YES_NO_INTERVAL
     some_thrice = _pairs(12, 5, 3).astype(float)
     some_thrice = np.vstack([some_thrice, [np.nan] * 19 + [1.0]])  # one unit rated three times
-    assert alpha_with_ci(some_thrice, "nominal").params["interval"] == ALPHA_INTERVAL
+    assert alpha_with_ci(some_thrice, "nominal").params["interval"] == ALPHA_YES_NO_INTERVAL
     labels = [["a", "b", "c", "a", "b", "c", "a", "a", "b", "c", "c", "a"],
               ["a", "b", "c", "b", "b", "c", "a", "c", "b", "c", "a", "a"]]  # three categories
     assert alpha_with_ci(labels, "nominal").params["interval"] == ALPHA_INTERVAL
