@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
-    ALPHA_YES_NO_INTERVAL,
+    ALPHA_TEST_INTERVAL,
 )
 from evaluation.lib.stats.methods import METHOD_DESCRIPTIONS
 
@@ -74,11 +74,11 @@ def agreement_tables(report: Mapping) -> list[Table]:
 
 
 # How each alpha interval was computed, as the tables name it (statistics.md, "Confidence
-# interval", "Yes/no fields rated twice" and "... with three or more values per unit").
+# interval", "Yes/no fields rated twice" and "Nominal fields: a test-inversion interval").
 ALPHA_INTERVAL_NAMES = {ALPHA_INTERVAL: "jackknife-t", ALPHA_PAIR_INTERVAL: "profile likelihood",
-                        ALPHA_YES_NO_INTERVAL: "test inversion"}
-ALPHA_CI_CAPTION = ("95% CI over units: jackknife-t; for a yes/no field, profile likelihood "
-                    "when rated twice per unit, test inversion when more")
+                        ALPHA_TEST_INTERVAL: "test inversion"}
+ALPHA_CI_CAPTION = ("95% CI over units: jackknife-t, test inversion or profile likelihood, as "
+                    "the Interval column says")
 
 
 def _alpha_table(report) -> Table:
@@ -432,8 +432,9 @@ def bundle_readme(snapshot: Mapping, files: Mapping[str, str], methods: Sequence
         "Every number in the JSON files carries `n` (what was counted), `method` (one of the "
         "keys below), a 95% interval where one is meaningful (`ci_low`, `ci_high`) and, when "
         "it could not be computed, `undefined_reason` instead of a value. Intervals are "
-        "jackknife-t intervals, or, for alpha of a yes/no field, profile-likelihood intervals "
-        "(rated twice per unit) or test-inversion intervals (`params.interval` says which); "
+        "jackknife-t intervals, or, for alpha of a nominal field, test-inversion intervals or "
+        "profile-likelihood intervals (a yes/no field rated twice per unit; `params.interval` "
+        "says which); "
         "the test inversion's simulations use a fixed seed (`params.seed`), so the same data "
         "always give the same numbers.",
         "",

@@ -29,7 +29,7 @@ from evaluation.lib.metrics.suite import HEADLINE_METRICS, SUITE_NAME
 from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
-    ALPHA_YES_NO_INTERVAL,
+    ALPHA_TEST_INTERVAL,
     AgreementField,
     alpha_with_ci,
     annotator_diagnostics,
@@ -238,9 +238,9 @@ def build_agreement(table: LabelTable, *, snapshot: Mapping | None = None,
         "blind_recommendation": _recommend(by_field.get(RECOMMEND_FIELD, []),
                                            recommend_gold or {}),
         # each field's record names its own interval (params.interval): the jackknife, or for a
-        # yes/no field the profile likelihood (rated twice per unit) or the test inversion
+        # nominal field the test inversion or the profile likelihood (yes/no rated twice)
         "interval": {"method": ALPHA_INTERVAL, "yes_no_pairs": ALPHA_PAIR_INTERVAL,
-                     "yes_no": ALPHA_YES_NO_INTERVAL,
+                     "simulated": ALPHA_TEST_INTERVAL,
                      "resampled": "units", "confidence": 0.95},
     }
 

@@ -233,10 +233,13 @@ NOMINAL_CUT = 0.5
 # category that 16% of the values take (population alpha 0.355), "pair" two annotators on the
 # bench's design. "nominal" and "rare" are where the jackknife's interval was too short or too
 # wide (statistics.md, "Too few values of the rarer categories"); they get the test-inversion
-# interval ("Yes/no fields with three or more values per unit"), "pair" the profile-likelihood
+# interval ("Nominal fields: a test-inversion interval"), "pair" the profile-likelihood
 # interval of a yes/no field rated twice ("Yes/no fields rated twice").
 YES_NO_DESIGNS = {"nominal": (NOMINAL_CUT, ALPHA_ANNOTATORS), "rare": (1.0, ALPHA_ANNOTATORS),
                   "pair": (NOMINAL_CUT, 2)}
+# Three categories (a citation verdict, a pairwise preference): the ratings cut at ±0.5 (31 /
+# 38 / 31%), as many annotators as the other designs; the test-inversion interval too.
+CATEGORY_CUTS = (-0.5, 0.5)
 
 
 def _ratings(rng, units: int, level: str, annotators: int = ALPHA_ANNOTATORS,
@@ -247,6 +250,8 @@ def _ratings(rng, units: int, level: str, annotators: int = ALPHA_ANNOTATORS,
         return np.digitize(ratings, ORDINAL_CUTS).astype(float) + 1.0
     if level == "nominal":
         return (ratings > cut).astype(float)
+    if level == "categories":
+        return np.digitize(ratings, CATEGORY_CUTS).astype(float)
     return ratings
 
 
@@ -254,25 +259,35 @@ def _ratings(rng, units: int, level: str, annotators: int = ALPHA_ANNOTATORS,
 def true_alpha(level: str, cut: float = NOMINAL_CUT) -> float:
     """The population alpha of the design: ALPHA_RHO at the interval level; for two categories
     1 − P(two ratings of a unit differ) / P(two ratings of different units differ), from the
-    bivariate normal; the ordinal value from one seeded study of 300,000 units (its own
-    sampling error is about 0.001)."""
+    bivariate normal, and so for three categories (Σ_c P(both in c) against Σ_c P(c)²); the
+    ordinal value from one seeded study of 300,000 units (its own sampling error is about
+    0.001)."""
     if level == "interval":
         return ALPHA_RHO
+    joint = stats.multivariate_normal([0.0, 0.0], [[1.0, ALPHA_RHO], [ALPHA_RHO, 1.0]]).cdf
     if level == "nominal":
         yes = stats.norm.sf(cut)
-        both = stats.multivariate_normal([0.0, 0.0], [[1.0, ALPHA_RHO], [ALPHA_RHO, 1.0]]).cdf(
-            [-cut, -cut])
+        both = joint([-cut, -cut])
         return 1.0 - 2.0 * (yes - both) / (2.0 * yes * (1.0 - yes))
+    if level == "categories":
+        ends = [-40.0, *CATEGORY_CUTS, 40.0]  # ±40: the whole line, as far as the cdf sees
+        same = differ = 0.0
+        for low, high in zip(ends, ends[1:], strict=False):
+            share = stats.norm.cdf(high) - stats.norm.cdf(low)
+            same += joint([high, high]) - 2.0 * joint([low, high]) + joint([low, low])
+            differ += share * (1.0 - share)
+        return 1.0 - (1.0 - same) / differ
     return compute_alpha(_ratings(np.random.default_rng(99), 300_000, level), level).value
 
 
 def alpha_coverage(rng, units: int, level: str) -> bool | None:
     """Whether the study report's interval covers the population alpha; None when the report
     shows no interval (a yes/no field below the rule's count). LEVEL is "interval", "ordinal"
-    or a key of YES_NO_DESIGNS."""
+    "categories" (nominal, CATEGORY_CUTS) or a key of YES_NO_DESIGNS."""
     cut, annotators = YES_NO_DESIGNS.get(level, (NOMINAL_CUT, ALPHA_ANNOTATORS))
     measured = "nominal" if level in YES_NO_DESIGNS else level
-    estimate = alpha_with_ci(_ratings(rng, units, measured, annotators, cut), measured)
+    ratings = _ratings(rng, units, measured, annotators, cut)
+    estimate = alpha_with_ci(ratings, "nominal" if level == "categories" else measured)
     if estimate.ci_low is None:
         return None
     return estimate.ci_low <= true_alpha(measured, cut) <= estimate.ci_high
@@ -401,6 +416,10 @@ def _checks() -> list[Check]:
               "agreement.alpha_with_ci (study report)"),
         Check("alpha_pair_shown", "  share given an interval", "shown",
               "agreement.alpha_with_ci (study report)"),
+        Check("alpha_categories", "95% CI of alpha, 3 categories (31/38/31%)", "coverage",
+              "agreement.alpha_with_ci (study report)"),
+        Check("alpha_categories_shown", "  share given an interval", "shown",
+              "agreement.alpha_with_ci (study report)"),
         Check("arena_bt", "95% CI of Bradley-Terry rating (9 sys, 10x votes)", "coverage",
               "arena.arena_table method=bt (arena page, export, API)"),
         Check("arena_bt_shown", "  share of arenas given intervals", "shown",
@@ -456,7 +475,7 @@ def run_checks(
             **{f"alpha_{level}": lambda d=dialogues, b=base, level=level, k=k: _shown_share(
                 lambda rng: alpha_coverage(rng, d, level), reps, b + 10 + k)
                for k, level in ((0, "interval"), (1, "ordinal"), (2, "nominal"), (5, "rare"),
-                                (6, "pair"))},
+                                (6, "pair"), (8, "categories"))},
             **{f"arena_{method}": lambda d=dialogues, b=base, method=method, k=k: _shown_share(
                 lambda rng: arena_coverage(rng, d, method), reps, b + 13 + k)
                for k, method in ((0, "bt"), (1, "elo"), (4, "bt_wide"))},

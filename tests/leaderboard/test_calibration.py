@@ -57,7 +57,7 @@ def test_checks_are_reproducible():
 
 @pytest.mark.parametrize(("keys", "reps", "code_path"), [
     # alpha: 20 studies of 10 units; arena: 10 arenas of 100 votes, 9 intervals each.
-    (["alpha_interval", "alpha_nominal"], 20, "agreement.alpha_with_ci"),
+    (["alpha_interval", "alpha_nominal", "alpha_categories"], 20, "agreement.alpha_with_ci"),
     (["arena_bt", "arena_elo"], 10, "arena.arena_table"),
 ])
 def test_checks_run_through_the_page_code_path_and_can_run_alone(capsys, keys, reps, code_path):
@@ -90,6 +90,12 @@ def test_population_alpha_of_the_design():
     assert true_alpha("nominal", 1.0) == pytest.approx(0.355, abs=5e-4)
     assert compute_alpha(rare, "nominal").value == pytest.approx(true_alpha("nominal", 1.0),
                                                                  abs=0.01)
+    # Three categories cut at ±0.5: the bivariate-normal value, and a large study agrees.
+    three = _ratings(np.random.default_rng(7), 100_000, "categories")
+    assert sorted(np.unique(three)) == [0.0, 1.0, 2.0]
+    assert true_alpha("categories") == pytest.approx(0.2984, abs=5e-4)
+    assert compute_alpha(three, "nominal").value == pytest.approx(true_alpha("categories"),
+                                                                  abs=0.01)
 
 
 def test_population_bradley_terry_target_of_the_arena_design():

@@ -61,9 +61,19 @@ class LiveServer:
                     server.headers.append(dict(self.headers))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                counted = True
+
+                def leave():  # before the answer leaves: once the client has it, it may
+                    nonlocal counted  # send its next request before this thread runs again
+                    if counted:
+                        with server._lock:
+                            server.in_flight -= 1
+                        counted = False
+
                 try:
                     reply = server.script(body)
                     if reply is DROP:
+                        leave()
                         self.close_connection = True
                         self.connection.shutdown(2)
                         return
@@ -71,6 +81,7 @@ class LiveServer:
                         reply = Raw(200, json.dumps(reply).encode())
                     if reply.delay:
                         time.sleep(reply.delay)
+                    leave()
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(reply.body)))
@@ -81,8 +92,7 @@ class LiveServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    leave()
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True

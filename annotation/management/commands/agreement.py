@@ -10,9 +10,10 @@ from ._common import get_study, write_output
 
 class Command(BaseCommand):
     help = ("Inter-annotator agreement of a study, exactly as its report page shows it: alpha "
-            "per field with 95% CIs (jackknife-t; for yes/no fields profile likelihood when "
-            "rated twice, test inversion when more), annotator pairs, leave-one-out, worst pairs, "
-            "per-annotator diagnostics, citation precision, blind recommendation.")
+            "per field with 95% CIs (jackknife-t; test inversion for nominal fields, profile "
+            "likelihood for yes/no fields rated twice), annotator pairs, leave-one-out, "
+            "worst pairs, per-annotator diagnostics, citation precision, blind "
+            "recommendation.")
 
     def add_arguments(self, parser):
         parser.add_argument("study", help="the study's slug")

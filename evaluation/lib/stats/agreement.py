@@ -6,8 +6,9 @@ Inputs are plain annotators × units matrices (rows are annotators, columns unit
 
 - ``compute_alpha`` / ``alpha_with_ci``: Krippendorff's alpha at the nominal, ordinal, interval or
   ratio level, or with MASI distance for set-valued answers (the whole error checklist), with a
-  studentized jackknife CI over units (for a yes/no field a profile-likelihood CI when it is
-  rated twice per unit, a test-inversion CI when more; ``binary_icc``).
+  studentized jackknife CI over units (for a nominal field a test-inversion CI,
+  ``category_test``, or a profile-likelihood CI for a yes/no field rated twice per unit,
+  ``binary_icc``).
 - ``leave_one_annotator_out`` and ``worst_annotator_pairs``: how agreement moves without people.
 - ``annotator_diagnostics``: per-annotator means, deviation from the others, flag rate, gold
   accuracy (Trace Table 11).
@@ -37,16 +38,19 @@ from evaluation.lib.stats.alpha import (
     masi_distance,
     prepare,
 )
-from evaluation.lib.stats.binary_icc import (
-    TEST_DRAWS,
-    profile_interval,
-    test_inversion_interval,
-    unit_counts,
-)
+from evaluation.lib.stats.binary_icc import profile_interval, unit_counts
 from evaluation.lib.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+)
+from evaluation.lib.stats.category_test import (
+    MAX_OUTCOMES,
+    TEST_DRAWS,
+    CategoryCounts,
+    category_counts,
+    outcome_count,
+    test_inversion_interval,
 )
 from evaluation.lib.stats.clustered import (
     cluster_mean,
@@ -189,8 +193,13 @@ def compute_alpha(
 ALPHA_INTERVAL = "jackknife_root_icc_z_t"
 # A yes/no field whose every pairable unit has two values gets this interval ...
 ALPHA_PAIR_INTERVAL = "profile_likelihood_beta_binomial_t"
-# ... and one with three or more values in some unit this one (yes_no_codes decides).
-ALPHA_YES_NO_INTERVAL = "beta_binomial_test_inversion_mid_p"
+# ... any other yes/no field, and a field of three or more categories on fewer than
+# CATEGORY_TEST_UNITS pairable units, this one, while its design is small enough to simulate
+# (category_test.MAX_OUTCOMES; ``_simulated`` decides). From CATEGORY_TEST_UNITS units the
+# jackknife is calibrated for three categories and the test's model, one correlation shared by
+# every category, is not (statistics.md, "Nominal fields: a test-inversion interval").
+ALPHA_TEST_INTERVAL = "dirichlet_multinomial_test_inversion_mid_p"
+CATEGORY_TEST_UNITS = 20
 MAX_ALPHA_GROUPS = 200  # leave-outs per interval: more units are left out in 200 groups
 # A nominal interval needs MIN_MINORITY_VALUES pairable values outside the most frequent
 # category and, when those are fewer than RARE_SHARE of the pairable values, at least
@@ -287,25 +296,30 @@ def alpha_with_ci(
     bootstrap covered 0.83–0.85 at ten units, Fisher's intraclass z 0.90 for a yes/no field
     (``bench_calibration``). Deterministic: N_RESAMPLES is kept for callers; the jackknife
     draws nothing. Leave-outs where alpha is undefined are skipped and counted. A nominal
-    field with fewer than ``MIN_MINORITY_VALUES`` pairable values outside its most frequent
-    category — or, when those are under RARE_SHARE of the values, fewer than MIN_RARE_VALUES —
-    and three or more categories gets no interval (``ci_note`` says why, ``minority_rule``):
-    on yes/no designs it covered 0.45–0.92.
-    Nor does one whose annotators agree on every unit (``disagreement_rule``): its interval is
-    the point 1, which made near-perfect agreement on 10 units cover 0.85–0.91.
-    A yes/no field (two categories, ``yes_no_codes``) gets instead, for every study, an
-    interval of ``binary_icc``: the profile likelihood with a t-calibrated cut when every
-    pairable unit has two values, the test inversion (seeded by SEED) when some unit has more.
+    field gets instead, for every study, the profile likelihood of ``binary_icc`` with a
+    t-calibrated cut when it is yes/no and every pairable unit has two values, else the test
+    inversion of ``category_test`` (seeded by SEED) when it is yes/no or has fewer than
+    CATEGORY_TEST_UNITS pairable units (``_simulated``) — unless its units can split among its
+    categories in more than ``MAX_OUTCOMES`` ways, too many to simulate. Any other nominal
+    field takes the jackknife, and gets no interval with fewer than ``MIN_MINORITY_VALUES``
+    pairable values outside its most frequent category — or, when those are under RARE_SHARE
+    of the values, fewer than MIN_RARE_VALUES (``ci_note`` says why, ``minority_rule``; on
+    yes/no designs the jackknife covered 0.45–0.92 there) — nor when its annotators agree on
+    every unit
+    (``disagreement_rule``: the jackknife's interval is then the point 1, which made
+    near-perfect agreement on 10 units cover 0.85–0.91).
     """
     prepared = prepare(data, level, value_order)
     estimate = _alpha_estimate(prepared)
     if not estimate.is_defined:
         return estimate
-    codes = yes_no_codes(prepared)
+    codes = nominal_codes(prepared)
     if codes is not None:
-        if codes.shape[0] and (codes >= 0).sum(axis=0).max() > 2:
-            return _yes_no_test_interval(estimate, codes, confidence, seed)
-        return _yes_no_pair_interval(estimate, codes, confidence)
+        counts = category_counts(codes)
+        if counts.categories == 2 and counts.largest == 2:
+            return _yes_no_pair_interval(estimate, codes, confidence)
+        if _simulated(counts):
+            return _test_inversion_interval(estimate, counts, confidence, seed)
     rare = minority_values(prepared) if prepared.level == "nominal" else None
     if rare is not None:
         disagreeing = disagreeing_units(prepared)
@@ -334,22 +348,23 @@ def alpha_with_ci(
                             _alpha_z_inverse(centre + half, mean_values), **params)
 
 
-def yes_no_codes(prepared: PreparedData) -> np.ndarray | None:
-    """The 0/1 matrix (−1 = no value or a unit rated once) of a nominal field whose pairable
-    values take exactly two categories, or None for any other field. Rated twice per unit it
-    gets the profile-likelihood interval (the extended beta-binomial is saturated for pairs, so
-    it assumes nothing; statistics.md, "Yes/no fields rated twice"), with three or more values
-    in some unit the test-inversion interval ("Yes/no fields with three or more values per
-    unit")."""
+def nominal_codes(prepared: PreparedData) -> np.ndarray | None:
+    """The category codes 0 … k − 1 (−1 = no value or a unit rated once) of a nominal field
+    whose pairable values take two or more categories, or None for any other field. A yes/no
+    field rated twice per unit gets the profile-likelihood interval (the extended beta-binomial
+    is saturated for pairs, so it assumes nothing; statistics.md, "Yes/no fields rated twice"),
+    any other the test-inversion interval while its design is small enough to simulate
+    ("Nominal fields: a test-inversion interval")."""
     if prepared.level != "nominal":
         return None
     matrix = prepared.matrix
     present = _present(prepared)
     pairable = present & (present.sum(axis=0) >= 2)[None, :]
     categories = np.unique(matrix[pairable])
-    if len(categories) != 2:
+    if len(categories) < 2:
         return None
-    return np.where(pairable, (matrix == categories[1]).astype(int), -1)
+    return np.where(pairable, np.searchsorted(categories, np.where(pairable, matrix,
+                                                                   categories[0])), -1)
 
 
 def _yes_no_pair_interval(estimate: Estimate, pairs: np.ndarray, confidence: float) -> Estimate:
@@ -366,14 +381,22 @@ def _yes_no_pair_interval(estimate: Estimate, pairs: np.ndarray, confidence: flo
                             likelihood_cut=cut, rho_mle=rho_hat)
 
 
-def _yes_no_test_interval(estimate: Estimate, codes: np.ndarray, confidence: float,
-                          seed: int) -> Estimate:
-    """The test-inversion interval of a yes/no field with three or more values in some unit:
-    every ρ₀ at which alpha is in neither tail of its own distribution simulated from the
-    beta-binomial at (π̂(ρ₀), ρ₀) on the study's units (``binary_icc.test_inversion_interval``).
-    Seeded: the same study always gets the same interval."""
-    low, high = test_inversion_interval(unit_counts(codes), confidence, seed=seed)
-    return estimate.with_ci(low, high, interval=ALPHA_YES_NO_INTERVAL, confidence=confidence,
+def _simulated(counts: CategoryCounts) -> bool:
+    """Whether a nominal field gets the test inversion: a yes/no field always, one of three or
+    more categories on fewer than CATEGORY_TEST_UNITS pairable units; either only while its
+    units split among its categories in at most MAX_OUTCOMES ways."""
+    small = counts.categories == 2 or counts.units.sum() < CATEGORY_TEST_UNITS
+    return small and outcome_count(counts) <= MAX_OUTCOMES
+
+
+def _test_inversion_interval(estimate: Estimate, counts: CategoryCounts, confidence: float,
+                             seed: int) -> Estimate:
+    """The test-inversion interval of a nominal field: every ρ₀ at which alpha is in neither
+    tail of its own distribution simulated from the extended Dirichlet-multinomial at
+    (p̂(ρ₀), ρ₀) on the study's units (``category_test.test_inversion_interval``). Seeded: the
+    same study always gets the same interval."""
+    low, high = test_inversion_interval(counts, confidence, seed=seed)
+    return estimate.with_ci(low, high, interval=ALPHA_TEST_INTERVAL, confidence=confidence,
                             draws=TEST_DRAWS, seed=seed)
 
 

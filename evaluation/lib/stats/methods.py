@@ -27,18 +27,21 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "annotators (in 200 groups of units when there are more), on the scale "
         "z = −2/√(m(m − 1)) artanh(√((m − 1)(1 − α)/m)), m the mean number of values per unit "
         "(slope 1 / ((1 + (m − 1)α)√(1 − α))), and the interval is z ± t(G − 1) × the "
-        "jackknife standard error, mapped back (capped at 1). No random draws. A nominal "
-        "field of three or more categories with fewer than 6 pairable values outside its most "
-        "frequent category has no interval (too few values of the rarer categories: there the "
-        "interval was too short), nor does one whose annotators agree on every unit. A yes/no "
-        "field whose every unit has two values gets instead a profile-likelihood interval for "
-        "the intraclass correlation under the extended beta-binomial (saturated for pairs): "
-        "every ρ whose log-likelihood, maximised over the share of yes answers, is within "
-        "t(n − 1)² / 2 of the maximum, n the units rated twice; it reaches 1 when every pair "
-        "agrees. A yes/no field with three or more values in some unit gets a test-inversion "
-        "interval: every ρ₀ at which the observed alpha lies in neither 2.5% tail (mid-p) of "
-        "alpha's distribution over 4,000 studies simulated on the same units from the "
-        "beta-binomial at ρ₀ and the maximum-likelihood share of yes answers at ρ₀ (seed 42)."
+        "jackknife standard error, mapped back (capped at 1). No random draws. Nominal fields "
+        "get other intervals. A yes/no field whose every unit has two values gets a "
+        "profile-likelihood interval for the intraclass correlation under the extended "
+        "beta-binomial (saturated for pairs): every ρ whose log-likelihood, maximised over the "
+        "share of yes answers, is within t(n − 1)² / 2 of the maximum, n the units rated twice; "
+        "it reaches 1 when every pair agrees. Any other yes/no field, and a field of three or "
+        "more categories on fewer than 20 pairable units, gets a test-inversion interval: every "
+        "ρ₀ at which the observed alpha lies in neither 2.5% tail (mid-p) of alpha's "
+        "distribution over 4,000 studies simulated on the same units from the extended "
+        "Dirichlet-multinomial (the beta-binomial for two categories) at ρ₀ and the "
+        "maximum-likelihood category shares at ρ₀ (seed 42), while its units can split among "
+        "the categories in at most 2,000 ways. Other nominal fields take the jackknife, with no "
+        "interval for fewer than 6 pairable values outside the most frequent category (too few "
+        "values of the rarer categories: there the interval was too short) or for annotators "
+        "who agree on every unit."
     ),
     "masi_distance": (
         "MASI distance between two label sets (e.g. two answers to the error checklist): "
@@ -214,8 +217,9 @@ INTERVAL_VERSIONS: dict[str, int] = {
     # 1: percentile bootstrap over units; 2: jackknife-t on Fisher's intraclass z;
     # 3: square-root intraclass z; 4: no interval for too few minority-category values;
     # 5: nor for a nominal field with no unit where the annotators disagree; 6: a yes/no field
-    # rated twice per unit gets the t-calibrated profile-likelihood interval; 7: one with three
-    # or more values in some unit the beta-binomial test-inversion interval
+    # rated twice per unit gets the t-calibrated profile-likelihood interval; 7: other yes/no
+    # fields, and fields of 3+ categories on < 20 units, the Dirichlet-multinomial test
+    # inversion
     "krippendorff_alpha": 7,
     # 1: percentile bootstrap, replicates without an MLE skipped; 2: no interval when more
     # than 5% of the replicates have no MLE

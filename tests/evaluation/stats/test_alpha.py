@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from evaluation.lib.stats import agreement
 from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.alpha import _coincidence_parts, alpha_parts, masi_distance, prepare
 
@@ -175,9 +176,18 @@ def test_the_interval_scale_has_the_documented_slope_and_inverts():
         assert _alpha_z(1.0, m) == 0.0 and _alpha_z_inverse(0.3, m) == 1.0
 
 
+@pytest.fixture
+def jackknife_for_nominal(monkeypatch):
+    """Nominal fields take the jackknife and its rules only when their design is too large for
+    the test inversion to simulate (agreement.alpha_with_ci); the tests of those paths use small
+    studies, so they lower the limit to nothing."""
+    monkeypatch.setattr(agreement, "MAX_OUTCOMES", 0)
+
+
+@pytest.mark.usefixtures("jackknife_for_nominal")
 def test_nominal_alpha_ci_on_a_tiny_study_reproduces_an_independent_computation():
-    # Three annotators, eight units with three categories (a yes/no field gets the interval of
-    # test_yes_no_test_inversion.py), one rating missing. Pinned values computed
+    # Three annotators, eight units with three categories (the jackknife, as for a nominal
+    # design too large to simulate), one rating missing. Pinned values computed
     # independently: leave-outs by the krippendorff package, the scale by numerical
     # integration of its slope 1 / ((1 + (m − 1)x) √(1 − x)) from 0, limits by root finding.
     from scipy import integrate, optimize
@@ -204,6 +214,7 @@ def test_nominal_alpha_ci_on_a_tiny_study_reproduces_an_independent_computation(
     assert estimate.params["mean_values_per_unit"] == pytest.approx(m)
 
 
+@pytest.mark.usefixtures("jackknife_for_nominal")
 def test_alpha_ci_uses_three_values_per_unit_on_the_root_icc_scale_and_skips_unpairable_units():
     # Example C: 11 of 12 units are rated by two or more (the last by one annotator only);
     # m = pairable values / pairable units.
@@ -318,6 +329,7 @@ def test_interval_closed_form_equals_coincidence_matrix_formulation(matrix):
     assert closed.expected == pytest.approx(general.expected, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.usefixtures("jackknife_for_nominal")
 def test_a_nominal_field_with_too_few_rare_values_gets_alpha_but_no_interval():
     # 3 annotators x 10 units, "1" given 3 times (unit 0) and "2" once (unit 8); statistics.md
     # "Too few values of the rarer categories": below MIN_MINORITY_VALUES = 6 there is no
@@ -350,6 +362,7 @@ def test_a_nominal_field_with_too_few_rare_values_gets_alpha_but_no_interval():
     assert "minority_values" not in alpha_with_ci(few, "interval").params
 
 
+@pytest.mark.usefixtures("jackknife_for_nominal")
 def test_a_rare_category_needs_thirty_values_below_a_fifth_of_the_values():
     from evaluation.lib.stats.agreement import minority_rule
 
@@ -367,6 +380,7 @@ def test_a_rare_category_needs_thirty_values_below_a_fifth_of_the_values():
     assert "12, 10% of the pairable values" in estimate.params["ci_note"]
 
 
+@pytest.mark.usefixtures("jackknife_for_nominal")
 def test_a_nominal_field_with_perfect_agreement_gets_no_interval():
     # 3 annotators x 10 units, three categories, enough values outside the commonest (12) and
     # the same answers on every unit:

@@ -12,7 +12,7 @@ from evaluation.lib.stats import binary_icc
 from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
-    ALPHA_YES_NO_INTERVAL,
+    ALPHA_TEST_INTERVAL,
     alpha_with_ci,
     compute_alpha,
 )
@@ -132,15 +132,15 @@ def test_rare_answers_and_perfect_agreement_rated_twice_get_an_interval_too():
     assert same.value == 1.0 and same.ci_high == 1.0 and same.ci_low < 0.9
 
 
-def test_three_values_in_a_unit_take_the_test_inversion_and_other_fields_the_jackknife():
+def test_three_values_in_a_unit_or_three_categories_take_the_test_inversion():
     three = np.vstack([_pairs(12, 5, 3), _pairs(12, 5, 3)[0]])  # three annotators
-    assert alpha_with_ci(three, "nominal").params["interval"] == ALPHA_YES_NO_INTERVAL
+    assert alpha_with_ci(three, "nominal").params["interval"] == ALPHA_TEST_INTERVAL
     some_thrice = _pairs(12, 5, 3).astype(float)
     some_thrice = np.vstack([some_thrice, [np.nan] * 19 + [1.0]])  # one unit rated three times
-    assert alpha_with_ci(some_thrice, "nominal").params["interval"] == ALPHA_YES_NO_INTERVAL
+    assert alpha_with_ci(some_thrice, "nominal").params["interval"] == ALPHA_TEST_INTERVAL
     labels = [["a", "b", "c", "a", "b", "c", "a", "a", "b", "c", "c", "a"],
               ["a", "b", "c", "b", "b", "c", "a", "c", "b", "c", "a", "a"]]  # three categories
-    assert alpha_with_ci(labels, "nominal").params["interval"] == ALPHA_INTERVAL
+    assert alpha_with_ci(labels, "nominal").params["interval"] == ALPHA_TEST_INTERVAL
     assert alpha_with_ci(_pairs(12, 5, 3), "interval").params["interval"] == ALPHA_INTERVAL
     # Units rated once do not count: two annotators with gaps are still pairs.
     gaps = _pairs(12, 5, 3).astype(float)
