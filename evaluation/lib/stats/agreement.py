@@ -305,9 +305,8 @@ def alpha_with_ci(
     pairable values outside its most frequent category — or, when those are under RARE_SHARE
     of the values, fewer than MIN_RARE_VALUES (``ci_note`` says why, ``minority_rule``; on
     yes/no designs the jackknife covered 0.45–0.92 there) — nor when its annotators agree on
-    every unit
-    (``disagreement_rule``: the jackknife's interval is then the point 1, which made
-    near-perfect agreement on 10 units cover 0.85–0.91).
+    every unit (``disagreement_rule``: the jackknife's interval is then the point 1, which
+    made near-perfect agreement on 10 units cover 0.85–0.91).
     """
     prepared = prepare(data, level, value_order)
     estimate = _alpha_estimate(prepared)
@@ -353,8 +352,8 @@ def nominal_codes(prepared: PreparedData) -> np.ndarray | None:
     whose pairable values take two or more categories, or None for any other field. A yes/no
     field rated twice per unit gets the profile-likelihood interval (the extended beta-binomial
     is saturated for pairs, so it assumes nothing; statistics.md, "Yes/no fields rated twice"),
-    any other the test-inversion interval while its design is small enough to simulate
-    ("Nominal fields: a test-inversion interval")."""
+    others the test-inversion interval as ``_simulated`` says ("Nominal fields: a
+    test-inversion interval")."""
     if prepared.level != "nominal":
         return None
     matrix = prepared.matrix

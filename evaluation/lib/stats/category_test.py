@@ -116,8 +116,10 @@ def _outcomes(size: int, categories: int) -> np.ndarray:
     categories (m − x, x) for x = 0 … m."""
     if categories == 1:
         return np.array([[size]])
-    rows = [np.hstack([rest, np.full((len(rest), 1), last)])
-            for last in range(size + 1) for rest in [_outcomes(size - last, categories - 1)]]
+    rows = []
+    for last in range(size + 1):  # the last category's count, then the others' splits
+        rest = _outcomes(size - last, categories - 1)
+        rows.append(np.hstack([rest, np.full((len(rest), 1), last)]))
     return np.vstack(rows)
 
 
