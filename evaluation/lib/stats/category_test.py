@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import optimize
 from scipy.special import gammaln
 
 __all__ = ["CategoryCounts", "MAX_OUTCOMES", "TEST_DRAWS", "alpha_of_counts", "category_counts",
@@ -148,6 +147,10 @@ def shares_at(rho: float, counts: CategoryCounts) -> np.ndarray:
     log-likelihood is Σ_c f_c(p_c) with f_c(p) = Σ_r h_c(r) log(p + rγ), h_c(r) the units with
     more than r values in c: concave and separable, so at the maximum every share not at its
     lower bound b = max(0, −(M − 1)γ) has f_c'(p_c) = λ, and λ is where the shares sum to 1.
+    Each p_c(λ) is found by Newton's method from below (f_c' is convex and decreasing), and λ
+    by Newton's method from N, the root at ρ = 0: Σ_c p_c(λ) is convex and decreasing, so from
+    above the root one step lands below it (kept above N / (1 + k(M − 1)γ), a lower bound since
+    p_c ≥ n_c / λ − (M − 1) max(γ, 0)), and from below the steps approach it monotonically.
     At ρ = 1, the shares of the unanimous units (the observed shares when none is)."""
     if rho >= 1.0:
         unanimous = (counts.counts == counts.sizes[:, None]) * counts.units[:, None]
@@ -167,26 +170,29 @@ def shares_at(rho: float, counts: CategoryCounts) -> np.ndarray:
 
     at_low, _ = slope(np.full(len(h), low))
 
-    def shares(level):  # p_c(λ): f_c'(p) = λ, found by Newton from below (f_c' is convex)
+    def shares(level):  # p_c(λ) and dp_c/dλ = 1 / f_c''(p_c) (0 where p_c is at its bound)
+        # below the root: each term h(r) / (p + rγ) ≤ f_c'(p), and so is the sum with every
+        # denominator at its largest, p + (M − 1) max(γ, 0)
         p = np.maximum(low, np.maximum(totals / level - max(gamma, 0.0) * (counts.largest - 1),
-                                       h[:, 0] / level))
+                                       np.max(h / level - steps[None, :], axis=1)))
         for _ in range(200):
             value, curve = slope(p)
             step = np.where(value > level, (value - level) / -curve, 0.0)
             p = p + step
             if np.all(step <= 1e-15 * p):
                 break
-        return np.where(at_low <= level, low, p)
+        bound = at_low <= level
+        return np.where(bound, low, p), np.where(bound, 0.0, 1.0 / curve)
 
     total = float(counts.units @ counts.sizes)
-    lower, upper = total, total
-    while shares(upper).sum() > 1.0:
-        upper *= 2.0
-    while shares(lower).sum() < 1.0:
-        lower /= 2.0
-    level = optimize.brentq(lambda x: shares(x).sum() - 1.0, lower, upper, xtol=1e-12 * total,
-                            rtol=1e-14) if lower < upper else lower
-    result = shares(level)
+    floor = total / (1.0 + counts.categories * (counts.largest - 1) * max(gamma, 0.0))
+    level = total  # λ at ρ = 0; from above its Newton step lands below the root (convexity)
+    for _ in range(100):
+        result, change = shares(level)
+        excess = result.sum() - 1.0
+        if abs(excess) <= 1e-14 or change.sum() >= 0.0:
+            break
+        level = max(level - excess / change.sum(), floor)
     return result / result.sum()
 
 
