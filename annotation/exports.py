@@ -434,9 +434,8 @@ def bundle_readme(snapshot: Mapping, files: Mapping[str, str], methods: Sequence
         "it could not be computed, `undefined_reason` instead of a value. Intervals are "
         "jackknife-t intervals, or, for alpha of a nominal field, test-inversion intervals or "
         "profile-likelihood intervals (a yes/no field rated twice per unit; `params.interval` "
-        "says which); "
-        "the test inversion's simulations use a fixed seed (`params.seed`), so the same data "
-        "always give the same numbers.",
+        "says which); the test inversion's simulations use a fixed seed (`params.seed`), so "
+        "the same data always give the same numbers.",
         "",
     ]
     for key in methods:

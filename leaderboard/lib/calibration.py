@@ -282,8 +282,8 @@ def true_alpha(level: str, cut: float = NOMINAL_CUT) -> float:
 
 def alpha_coverage(rng, units: int, level: str) -> bool | None:
     """Whether the study report's interval covers the population alpha; None when the report
-    shows no interval (a yes/no field below the rule's count). LEVEL is "interval", "ordinal"
-    "categories" (nominal, CATEGORY_CUTS) or a key of YES_NO_DESIGNS."""
+    shows no interval (alpha undefined, or the jackknife's rules). LEVEL is "interval",
+    "ordinal", "categories" (nominal, CATEGORY_CUTS) or a key of YES_NO_DESIGNS."""
     cut, annotators = YES_NO_DESIGNS.get(level, (NOMINAL_CUT, ALPHA_ANNOTATORS))
     measured = "nominal" if level in YES_NO_DESIGNS else level
     ratings = _ratings(rng, units, measured, annotators, cut)

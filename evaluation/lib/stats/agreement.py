@@ -395,6 +395,9 @@ def _test_inversion_interval(estimate: Estimate, counts: CategoryCounts, confide
     (p̂(ρ₀), ρ₀) on the study's units (``category_test.test_inversion_interval``). Seeded: the
     same study always gets the same interval."""
     low, high = test_inversion_interval(counts, confidence, seed=seed)
+    # the test's alpha comes from unit counts: equal to the estimate up to rounding, which must
+    # not put the estimate outside its own interval
+    low, high = min(low, estimate.value), max(high, estimate.value)
     return estimate.with_ci(low, high, interval=ALPHA_TEST_INTERVAL, confidence=confidence,
                             draws=TEST_DRAWS, seed=seed)
 

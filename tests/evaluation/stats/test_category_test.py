@@ -227,6 +227,19 @@ def test_three_categories_on_few_units_get_it_and_on_more_units_the_jackknife():
     assert alpha_with_ci(many, "nominal").params["interval"] == ALPHA_INTERVAL
 
 
+def test_alpha_is_never_outside_its_own_interval():
+    # Random small designs, many with negative alpha at the model's floor, where the test's
+    # alpha (from unit counts) and the estimate differed in the last bit.
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        categories, annotators, units = rng.integers(2, 5), rng.integers(2, 6), rng.integers(1, 25)
+        data = rng.integers(0, categories, size=(annotators, units)).astype(float)
+        data[rng.random(data.shape) < 0.3] = np.nan
+        estimate = alpha_with_ci(data, "nominal")
+        if estimate.ci_low is not None:
+            assert estimate.ci_low <= estimate.value <= estimate.ci_high
+
+
 def test_perfect_agreement_reaches_one_and_an_impossible_correlation_is_excluded():
     same = alpha_with_ci(_units(*[(3, 0)] * 8, *[(3, 3)] * 3), "nominal")
     assert same.value == 1.0 and same.ci_high == 1.0 and same.ci_low < 0.8
