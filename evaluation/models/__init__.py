@@ -1,0 +1,52 @@
+"""The data model, one module per domain (docs/architecture.md, "The data model").
+
+- `benchmarks`: benchmarks as in formats.md §1, their items, reviews, reference dialogues,
+  turns and citations;
+- `systems`: systems, their submissions (formats.md §2), runs, chunks and scores;
+- `jobs`: background jobs and their progress;
+- `llm`: the LLM response cache, CoRE's debate turns, FACE's particles and optimisations;
+- `simulations`: simulated users talking to live systems;
+- `arena`: battles between live systems and their votes;
+- `auto_evaluation`: the LLM evaluators an operator runs on new uploads.
+
+Callers import from here (`from evaluation.models import Benchmark`).
+"""
+
+from evaluation.models.arena import Arena, Battle, BattleTurn, Vote  # noqa: F401
+from evaluation.models.auto_evaluation import AutoEvaluation, AutoEvaluator  # noqa: F401
+from evaluation.models.benchmarks import (  # noqa: F401
+    BENCHMARK_FIELDS,
+    EVALUATED_ACTIONS,
+    ITEM_FIELDS,
+    Action,
+    Benchmark,
+    Citation,
+    Dialogue,
+    DialogueItem,
+    Item,
+    Review,
+    Split,
+    Turn,
+    TurnItem,
+)
+from evaluation.models.jobs import Job  # noqa: F401
+from evaluation.models.llm import (  # noqa: F401
+    DebateTurn,
+    FaceInstruction,
+    FaceOptimization,
+    FaceTurn,
+    LLMCacheEntry,
+)
+from evaluation.models.simulations import SimulatedDialogue, Simulation  # noqa: F401
+from evaluation.models.systems import (  # noqa: F401
+    ENV_NAME_VALIDATOR,
+    LiveKind,
+    MetricSummary,
+    Run,
+    RunChunk,
+    Submission,
+    System,
+    UnitScore,
+    mean_interval_version,
+    submission_upload_path,
+)
