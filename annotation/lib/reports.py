@@ -30,16 +30,15 @@ from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
     ALPHA_TEST_INTERVAL,
-    AgreementField,
     alpha_with_ci,
+    reliability_matrix,
+)
+from evaluation.lib.stats.annotators import (
+    AgreementField,
     annotator_diagnostics,
-    blind_recommendation_agreement,
-    citation_precision,
     cohen_kappa,
     leave_one_annotator_out,
-    majority_vote,
     pairwise_annotator_correlation,
-    reliability_matrix,
     worst_annotator_pairs,
 )
 from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -54,6 +53,11 @@ from evaluation.lib.stats.correlation import (
     rank_evaluators,
     sample_efficiency_curve,
     system_level_correlation,
+)
+from evaluation.lib.stats.label_summaries import (
+    blind_recommendation_agreement,
+    citation_precision,
+    majority_vote,
 )
 from evaluation.lib.stats.results import Estimate
 

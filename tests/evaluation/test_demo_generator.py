@@ -528,7 +528,7 @@ def test_a_scale_benchmark_of_fewer_dialogues_than_the_demo_is_its_prefix(bundle
 
 
 def test_the_vocabulary_file_keeps_the_demo_bundle_byte_for_byte():
-    """The word lists moved from code into demo_vocabulary.json (issue 13); the bundle a seed makes
+    """The word lists moved from code into demo/vocabulary.json (issue 13); the bundle a seed makes
     must not change with such a move, or every stored demo number would shift."""
     bundle = generate_demo_bundle(42)
     digest = hashlib.sha256(json.dumps(bundle).encode()).hexdigest()

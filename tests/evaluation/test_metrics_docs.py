@@ -24,3 +24,11 @@ def test_every_metric_of_the_suite_is_documented():
             continue
         missing.append(name)
     assert not missing, f"metrics missing from docs/metrics.md: {missing}"
+
+
+def test_the_documented_suite_version_is_the_code_s():
+    from evaluation.lib.metrics.suite import SUITE_VERSION
+
+    text = DOC.read_text(encoding="utf-8")
+    versions = set(re.findall(r"(?:version|Suite version) (\d+\.\d+\.\d+)", text))
+    assert versions == {SUITE_VERSION}, versions

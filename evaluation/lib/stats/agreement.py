@@ -9,25 +9,22 @@ Inputs are plain annotators × units matrices (rows are annotators, columns unit
   studentized jackknife CI over units (for a nominal field a test-inversion CI,
   ``category_test``, or a profile-likelihood CI for a yes/no field rated twice per unit,
   ``binary_icc``).
-- ``leave_one_annotator_out`` and ``worst_annotator_pairs``: how agreement moves without people.
-- ``annotator_diagnostics``: per-annotator means, deviation from the others, flag rate, gold
-  accuracy (Trace Table 11).
-- ``pairwise_annotator_correlation`` (FACE style), ``cohen_kappa``, ``majority_vote``.
-- ``blind_recommendation_agreement`` (Trace Task 2) and ``citation_precision`` (Trace Table 10).
+- ``reliability_matrix`` and ``checklist_indicator_matrices``: the matrices alpha reads.
+
+How each annotator agrees with the others is in ``annotators`` (leave-one-out, diagnostics,
+pairwise correlation, Cohen's kappa); majority vote, citation precision and blind
+recommendation agreement are in ``label_summaries``.
 """
+
 
 from __future__ import annotations
 
-import itertools
 import math
-import warnings
-from collections import Counter
-from collections.abc import Collection, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from evaluation.lib.stats.alpha import (
     PreparedData,
@@ -39,11 +36,7 @@ from evaluation.lib.stats.alpha import (
     prepare,
 )
 from evaluation.lib.stats.binary_icc import profile_interval, unit_counts
-from evaluation.lib.stats.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-)
+from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from evaluation.lib.stats.category_test import (
     MAX_OUTCOMES,
     TEST_DRAWS,
@@ -52,36 +45,18 @@ from evaluation.lib.stats.category_test import (
     outcome_count,
     test_inversion_interval,
 )
-from evaluation.lib.stats.clustered import (
-    cluster_mean,
-    jackknife_standard_error,
-    t_quantile,
-)
+from evaluation.lib.stats.clustered import jackknife_standard_error, t_quantile
 from evaluation.lib.stats.results import Estimate
 
 __all__ = [
-    "AgreementField",
-    "AnnotatorDiagnostics",
-    "LeaveOutRow",
-    "MajorityVote",
     "ReliabilityMatrix",
     "alpha_with_ci",
-    "annotator_diagnostics",
-    "blind_recommendation_agreement",
     "checklist_indicator_matrices",
-    "citation_precision",
-    "cohen_kappa",
     "compute_alpha",
-    "leave_one_annotator_out",
-    "majority_vote",
     "masi_distance",
-    "normalise_citation_label",
-    "pairwise_annotator_correlation",
     "reliability_matrix",
-    "worst_annotator_pairs",
 ]
 
-SUPPORTED, PARTIAL, NOT_SUPPORTED = "supported", "partial", "not_supported"
 NO_ERROR_LABEL = "no_errors"
 
 
@@ -151,6 +126,12 @@ def _sorted_unique(items) -> list:
         return sorted(distinct)
     except TypeError:
         return sorted(distinct, key=repr)
+
+
+def _error_categories(answer: Any, no_error_label: str | None) -> set:
+    labels = set(as_label_set(answer))
+    labels.discard(no_error_label)
+    return labels
 
 
 # --- Krippendorff's alpha -----------------------------------------------------------------
@@ -427,487 +408,3 @@ def _values_per_unit(prepared: PreparedData) -> np.ndarray:
     return _present(prepared).sum(axis=0)
 
 
-# --- leave-one-out -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AgreementField:
-    """One annotated field: its annotators × units matrix and level of measurement."""
-
-    data: Any
-    level: str = "interval"
-    value_order: Sequence | None = None
-
-
-@dataclass(frozen=True)
-class LeaveOutRow:
-    """Alpha per field with some annotators dropped, and the mean over the defined fields."""
-
-    dropped: tuple
-    alphas: dict[str, Estimate]
-    mean_alpha: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dropped": list(self.dropped),
-            "alphas": {name: estimate.to_dict() for name, estimate in self.alphas.items()},
-            "mean_alpha": self.mean_alpha,
-        }
-
-
-def _alpha_without(prepared: Mapping[str, PreparedData], keep: np.ndarray, dropped) -> LeaveOutRow:
-    alphas = {}
-    for name, item in prepared.items():
-        subset = PreparedData(item.level, item.kind, item.matrix[keep], item.distances)
-        alphas[name] = _alpha_estimate(subset)
-    defined = [estimate.value for estimate in alphas.values() if estimate.is_defined]
-    mean = float(np.mean(defined)) if defined else None
-    return LeaveOutRow(tuple(dropped), alphas, mean)
-
-
-def _prepare_fields(fields: Mapping[str, AgreementField], annotators: Sequence) -> dict:
-    prepared = {}
-    for name, item in fields.items():
-        prepared[name] = prepare(item.data, item.level, item.value_order)
-        if prepared[name].matrix.shape[0] != len(annotators):
-            raise ValueError(f"field {name!r} does not have one row per annotator")
-    return prepared
-
-
-def leave_one_annotator_out(
-    fields: Mapping[str, AgreementField], annotators: Sequence[Hashable]
-) -> list[LeaveOutRow]:
-    """The all-annotator row first, then alpha per field without each annotator in turn.
-
-    Every field's matrix has one row per entry of ``annotators``, in that order.
-    """
-    prepared = _prepare_fields(fields, annotators)
-    everyone = np.ones(len(annotators), dtype=bool)
-    rows = [_alpha_without(prepared, everyone, ())]
-    for i, annotator in enumerate(annotators):
-        keep = everyone.copy()
-        keep[i] = False
-        rows.append(_alpha_without(prepared, keep, (annotator,)))
-    return rows
-
-
-def worst_annotator_pairs(
-    fields: Mapping[str, AgreementField], annotators: Sequence[Hashable], *, limit: int = 5
-) -> list[LeaveOutRow]:
-    """The pairs whose removal raises mean alpha the most (highest mean after dropping first)."""
-    prepared = _prepare_fields(fields, annotators)
-    rows = []
-    for i, j in itertools.combinations(range(len(annotators)), 2):
-        keep = np.ones(len(annotators), dtype=bool)
-        keep[[i, j]] = False
-        rows.append(_alpha_without(prepared, keep, (annotators[i], annotators[j])))
-    rows.sort(key=lambda row: -math.inf if row.mean_alpha is None else row.mean_alpha, reverse=True)
-    return rows[:limit]
-
-
-# --- per-annotator diagnostics -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AnnotatorDiagnostics:
-    """How one annotator rates compared with the others (Trace appendix K.2, Table 11)."""
-
-    annotator: Hashable
-    mean_rating: dict[str, float | None] = field(default_factory=dict)
-    mean_abs_deviation: dict[str, float | None] = field(default_factory=dict)
-    flag_rate: float | None = None
-    mean_error_categories: float | None = None
-    gold_accuracy: float | None = None
-    n: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "annotator": self.annotator,
-            "mean_rating": dict(self.mean_rating),
-            "mean_abs_deviation": dict(self.mean_abs_deviation),
-            "flag_rate": self.flag_rate,
-            "mean_error_categories": self.mean_error_categories,
-            "gold_accuracy": self.gold_accuracy,
-            "n": dict(self.n),
-        }
-
-
-def _mean_or_none(values) -> float | None:
-    values = list(values)
-    return float(np.mean(values)) if values else None
-
-
-def _scale_diagnostics(matrix: np.ndarray):
-    """Per annotator: mean rating, mean |rating − mean of the others on that item|, counts."""
-    present = ~np.isnan(matrix)
-    filled = np.where(present, matrix, 0.0)
-    total, count = filled.sum(axis=0), present.sum(axis=0)
-    results = []
-    for row, mask in zip(filled, present, strict=True):
-        others = count - mask
-        comparable = mask & (others > 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            other_means = (total - row) / others
-        deviations = np.abs(row - other_means)[comparable]
-        results.append(
-            (
-                _mean_or_none(row[mask]),
-                _mean_or_none(deviations),
-                int(mask.sum()),
-                int(comparable.sum()),
-            )
-        )
-    return results
-
-
-def _error_categories(answer: Any, no_error_label: str | None) -> set:
-    labels = set(as_label_set(answer))
-    labels.discard(no_error_label)
-    return labels
-
-
-def annotator_diagnostics(
-    annotators: Sequence[Hashable],
-    *,
-    scales: Mapping[str, Any] | None = None,
-    error_checklists: Any | None = None,
-    gold_responses: Any | None = None,
-    gold_answers: Sequence[Any] | None = None,
-    no_error_label: str | None = NO_ERROR_LABEL,
-) -> list[AnnotatorDiagnostics]:
-    """Per-annotator behaviour: every matrix has one row per annotator, in order.
-
-    - ``scales``: name → annotators × units ratings; gives the mean rating and the mean absolute
-      deviation from the other annotators' mean on the same item (items nobody else rated skip).
-    - ``error_checklists``: annotators × units of label sets (None = not answered); flag rate =
-      share of answered items with at least one error category; mean number of categories.
-      ``no_error_label`` (the exclusive "No errors" choice) is not an error category.
-    - ``gold_responses`` (annotators × gold items) against ``gold_answers``: share answered right.
-    """
-    scale_results = {
-        name: _scale_diagnostics(np.array(matrix, dtype=float))
-        for name, matrix in (scales or {}).items()
-    }
-    diagnostics = []
-    for i, annotator in enumerate(annotators):
-        mean_rating, deviation, n = {}, {}, {}
-        for name, per_annotator in scale_results.items():
-            mean_rating[name], deviation[name], n[f"rated:{name}"], n[f"compared:{name}"] = (
-                per_annotator[i]
-            )
-        flag_rate = mean_categories = gold_accuracy = None
-        if error_checklists is not None:
-            answers = [a for a in error_checklists[i] if not is_missing(a)]
-            sizes = [len(_error_categories(a, no_error_label)) for a in answers]
-            n["checklists"] = len(sizes)
-            flag_rate = _mean_or_none(size > 0 for size in sizes)
-            mean_categories = _mean_or_none(sizes)
-        if gold_responses is not None and gold_answers is not None:
-            pairs = [
-                (given, expected)
-                for given, expected in zip(gold_responses[i], gold_answers, strict=True)
-                if not is_missing(given)
-            ]
-            n["gold_items"] = len(pairs)
-            gold_accuracy = _mean_or_none(given == expected for given, expected in pairs)
-        diagnostics.append(
-            AnnotatorDiagnostics(
-                annotator, mean_rating, deviation, flag_rate, mean_categories, gold_accuracy, n
-            )
-        )
-    return diagnostics
-
-
-# --- correlations between annotators and Cohen's kappa --------------------------------------
-
-
-def pairwise_annotator_correlation(data: Any, *, min_common_units: int = 3) -> dict[str, Estimate]:
-    """Pearson r and Spearman ρ averaged over all annotator pairs (FACE appendix A.2.2).
-
-    Each pair uses the units both annotators rated; pairs with fewer than ``min_common_units``
-    such units, or where either annotator gave a constant rating, are skipped (counted in n).
-    """
-    matrix = np.array(data, dtype=float)
-    present = ~np.isnan(matrix)
-    per_method: dict[str, list[float]] = {"pearson": [], "spearman": []}
-    pairs_total = skipped = 0
-    for i, j in itertools.combinations(range(matrix.shape[0]), 2):
-        pairs_total += 1
-        both = present[i] & present[j]
-        x, y = matrix[i, both], matrix[j, both]
-        if both.sum() < min_common_units or np.ptp(x) == 0 or np.ptp(y) == 0:
-            skipped += 1
-            continue
-        per_method["pearson"].append(float(stats.pearsonr(x, y).statistic))
-        per_method["spearman"].append(float(stats.spearmanr(x, y).statistic))
-    n = {
-        "pairs": pairs_total - skipped,
-        "pairs_skipped": skipped,
-        "annotators": int(present.any(axis=1).sum()),
-        "units": int((present.sum(axis=0) >= 2).sum()),
-    }
-    results = {}
-    for name, values in per_method.items():
-        method = f"pairwise_{name}"
-        if values:
-            results[name] = Estimate(float(np.mean(values)), n=n, method=method)
-        else:
-            results[name] = Estimate.undefined(
-                f"no annotator pair shares {min_common_units}+ units with varying ratings",
-                method=method,
-                n=n,
-            )
-    return results
-
-
-def _paired_labels(labels_a, labels_b) -> tuple[list, list]:
-    if isinstance(labels_a, Mapping) and isinstance(labels_b, Mapping):
-        shared = [key for key in labels_a if key in labels_b]
-        labels_a = [labels_a[key] for key in shared]
-        labels_b = [labels_b[key] for key in shared]
-    if len(labels_a) != len(labels_b):
-        raise ValueError("the two annotators' label lists must have the same length")
-    kept = [(a, b) for a, b in zip(labels_a, labels_b, strict=True)]
-    kept = [(a, b) for a, b in kept if not is_missing(a) and not is_missing(b)]
-    return [a for a, _ in kept], [b for _, b in kept]
-
-
-def cohen_kappa(
-    labels_a: Sequence | Mapping,
-    labels_b: Sequence | Mapping,
-    *,
-    weights: str | None = None,
-    labels: Sequence | None = None,
-) -> Estimate:
-    """Cohen's kappa between two annotators (scikit-learn), unweighted, "linear" or "quadratic".
-
-    Sequences are aligned by position, mappings joined on their keys; items either annotator left
-    empty are dropped. Undefined with fewer than two items or when chance agreement is 1.
-    Weighted kappa needs LABELS, the declared scale in order (its weights are distances between
-    positions in it); for QWK call ``correlation.quadratic_weighted_kappa``.
-    """
-    if weights is not None and labels is None:
-        raise ValueError("weighted kappa needs the declared scale's labels (labels=...)")
-    method = "quadratic_weighted_kappa" if weights == "quadratic" else "cohen_kappa"
-    a, b = _paired_labels(labels_a, labels_b)
-    n = {"units": len(a)}
-    params = {"weights": weights or "none"}
-    if len(a) < 2:
-        return Estimate.undefined(
-            "fewer than two items rated by both", method=method, n=n, params=params
-        )
-    if len(set(a) | set(b)) < 2:
-        return Estimate.undefined(
-            "both raters used one and the same label everywhere (chance agreement is 1)",
-            method=method,
-            n=n,
-            params=params,
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from sklearn.metrics import cohen_kappa_score  # on first use: scikit-learn's import
-        # costs every process that loads the app (a worker, `import_benchmark`) ~0.4 s and memory
-
-        value = cohen_kappa_score(a, b, weights=weights, labels=labels)
-    return Estimate(float(value), n=n, method=method, params=params)
-
-
-# --- majority vote ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MajorityVote:
-    """Plurality label per unit; a unit whose top count is shared is a tie."""
-
-    labels: dict[Hashable, Any]
-    ties: tuple[Hashable, ...]
-    n_units: int
-
-    @property
-    def tie_count(self) -> int:
-        return len(self.ties)
-
-
-def majority_vote(
-    labels_by_unit: Mapping[Hashable, Sequence[Any]], *, tie_label: Any = None
-) -> MajorityVote:
-    """The most frequent label per unit; ties get ``tie_label`` (None by default) and are listed.
-
-    Missing labels are ignored; a unit with no label at all gets None and is not a tie.
-    """
-    winners: dict[Hashable, Any] = {}
-    ties = []
-    for unit, labels in labels_by_unit.items():
-        counts = Counter(label for label in labels if not is_missing(label)).most_common()
-        if not counts:
-            winners[unit] = None
-        elif len(counts) > 1 and counts[0][1] == counts[1][1]:
-            winners[unit] = tie_label
-            ties.append(unit)
-        else:
-            winners[unit] = counts[0][0]
-    return MajorityVote(winners, tuple(ties), len(winners))
-
-
-# --- citation precision (Trace Table 10) --------------------------------------------------
-
-
-def normalise_citation_label(label: str) -> str:
-    """ "Supported", "Partial", "Not supported" (any case, spaces or underscores) → canonical."""
-    key = str(label).strip().lower().replace("-", " ").replace("_", " ")
-    key = " ".join(key.split())
-    canonical = {
-        "supported": SUPPORTED,
-        "partial": PARTIAL,
-        "not supported": NOT_SUPPORTED,
-        "partially supported": PARTIAL,
-        "unsupported": NOT_SUPPORTED,
-    }
-    if key not in canonical:
-        raise ValueError(f"unknown citation label {label!r}")
-    return canonical[key]
-
-
-def citation_precision(
-    quote_labels: Mapping[Hashable, Sequence[str]],
-    quote_systems: Mapping[Hashable, Hashable],
-    *,
-    quote_dialogues: Mapping[Hashable, Hashable] | None = None,
-    tie_label: str = PARTIAL,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> dict[Hashable, Estimate]:
-    """Per system: quotes whose majority label is Supported / all its quotes (40/44 = 0.909).
-
-    Each quote's label is the majority of its annotators' labels; a tie becomes ``tie_label``
-    (Partial, the guidelines' answer when unsure), so Partial counts against precision. With
-    ``quote_dialogues`` the CI is a cluster bootstrap over dialogues.
-    """
-    votes = majority_vote(
-        {
-            quote: [normalise_citation_label(label) for label in labels if not is_missing(label)]
-            for quote, labels in quote_labels.items()
-        },
-        tie_label=normalise_citation_label(tie_label),
-    )
-    tied = set(votes.ties)
-    by_system: dict[Hashable, list[Hashable]] = {}
-    for quote, label in votes.labels.items():
-        if label is not None:
-            by_system.setdefault(quote_systems[quote], []).append(quote)
-    results = {}
-    for system, quotes in sorted(by_system.items(), key=lambda item: str(item[0])):
-        counts = Counter(votes.labels[quote] for quote in quotes)
-        n = {
-            "quotes": len(quotes),
-            "supported": counts[SUPPORTED],
-            "partial": counts[PARTIAL],
-            "not_supported": counts[NOT_SUPPORTED],
-            "ties": sum(quote in tied for quote in quotes),
-        }
-        estimate = Estimate(
-            counts[SUPPORTED] / len(quotes),
-            n=n,
-            method="citation_precision",
-            params={"tie_label": tie_label},
-        )
-        if quote_dialogues is not None:
-            indicator = [float(votes.labels[quote] == SUPPORTED) for quote in quotes]
-            clustered = cluster_mean(
-                indicator,
-                [quote_dialogues[quote] for quote in quotes],
-                confidence=confidence,
-                bounds=(0.0, 1.0),
-            )
-            estimate = Estimate(
-                estimate.value,
-                clustered.ci_low,
-                clustered.ci_high,
-                n={**n, "dialogues": clustered.n["clusters"]},
-                method=estimate.method,
-                params={**estimate.params, **clustered.params, "resampled": "dialogues"},
-            )
-        results[system] = estimate
-    return results
-
-
-# --- blind recommendation (Trace Task 2) ----------------------------------------------------
-
-
-def _as_item_set(gold: Any) -> set:
-    if isinstance(gold, set | frozenset | list | tuple):
-        return set(gold)
-    return {gold}
-
-
-def _jaccard(first: set, second: set) -> float | None:
-    union = first | second
-    return len(first & second) / len(union) if union else None
-
-
-def _majority_items(selections: list[set]) -> set:
-    """Most-picked item(s), provided they were picked by more than half of the annotators."""
-    counts = Counter(item for selection in selections for item in selection)
-    if not counts:
-        return set()
-    top = max(counts.values())
-    if top * 2 <= len(selections):
-        return set()
-    return {item for item, count in counts.items() if count == top}
-
-
-def blind_recommendation_agreement(
-    picks: Mapping[Hashable, Sequence[Collection[Hashable]]],
-    gold: Mapping[Hashable, Any] | None = None,
-) -> dict[str, Estimate]:
-    """Agreement among annotators' own picks, dialogue by dialogue.
-
-    ``picks[dialogue]`` lists each annotator's selected item set. Returns
-    ``mean_pairwise_jaccard`` (over all annotator pairs of all dialogues),
-    ``strict_majority_share`` (dialogues where some item was picked by more than half),
-    ``majority_gold_agreement`` (of those with gold: the majority pick is a gold item; ``gold``
-    maps a dialogue to its gold item or set of acceptable items).
-    """
-    jaccards, with_majority, agreements = [], 0, []
-    dialogues = 0
-    for dialogue, selections in picks.items():
-        selections = [set(selection) for selection in selections if selection is not None]
-        if not selections:
-            continue
-        dialogues += 1
-        for first, second in itertools.combinations(selections, 2):
-            value = _jaccard(first, second)
-            if value is not None:
-                jaccards.append(value)
-        majority = _majority_items(selections) if len(selections) >= 2 else set()
-        with_majority += bool(majority)
-        if majority and gold is not None and dialogue in gold:
-            agreements.append(bool(majority & _as_item_set(gold[dialogue])))
-    results = {
-        "mean_pairwise_jaccard": _share_or_undefined(
-            jaccards,
-            {"pairs": len(jaccards), "dialogues": dialogues},
-            "mean_pairwise_jaccard",
-            "no dialogue has two annotators' picks",
-        ),
-        "strict_majority_share": _share_or_undefined(
-            [1.0] * with_majority + [0.0] * (dialogues - with_majority),
-            {"dialogues": dialogues, "with_majority": with_majority},
-            "strict_majority_share",
-            "no dialogue has picks",
-        ),
-        "majority_gold_agreement": _share_or_undefined(
-            agreements,
-            {"dialogues": len(agreements), "agreeing": sum(agreements)},
-            "majority_gold_agreement",
-            "no dialogue has both a majority pick and a gold answer",
-        ),
-    }
-    return results
-
-
-def _share_or_undefined(values, n, method, reason) -> Estimate:
-    if not values:
-        return Estimate.undefined(reason, method=method, n=n)
-    return Estimate(float(np.mean(values)), n=n, method=method)

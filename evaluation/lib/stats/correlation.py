@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from evaluation.lib.stats.agreement import cohen_kappa
+from evaluation.lib.stats.annotators import cohen_kappa
 from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SEED, percentile_interval
 from evaluation.lib.stats.clustered import (
     MULTIPLICITY,

@@ -4,19 +4,23 @@ Cohen's kappa, majority vote, citation precision and blind recommendation agreem
 import pytest
 
 from evaluation.lib.stats.agreement import (
+    checklist_indicator_matrices,
+    compute_alpha,
+    reliability_matrix,
+)
+from evaluation.lib.stats.annotators import (
     AgreementField,
     annotator_diagnostics,
-    blind_recommendation_agreement,
-    checklist_indicator_matrices,
-    citation_precision,
     cohen_kappa,
-    compute_alpha,
     leave_one_annotator_out,
+    pairwise_annotator_correlation,
+    worst_annotator_pairs,
+)
+from evaluation.lib.stats.label_summaries import (
+    blind_recommendation_agreement,
+    citation_precision,
     majority_vote,
     normalise_citation_label,
-    pairwise_annotator_correlation,
-    reliability_matrix,
-    worst_annotator_pairs,
 )
 
 ANNOTATORS = ["A1", "A2", "A3"]

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from evaluation.lib.stats.agreement import cohen_kappa
+from evaluation.lib.stats.annotators import cohen_kappa
 from evaluation.lib.stats.correlation import (
     ASPECT_MEAN,
     POOLED,

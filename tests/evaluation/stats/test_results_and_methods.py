@@ -8,7 +8,15 @@ import sys
 
 import numpy as np
 
-from evaluation.lib.stats import agreement, arena, clustered, comparison, correlation
+from evaluation.lib.stats import (
+    agreement,
+    annotators,
+    arena,
+    clustered,
+    comparison,
+    correlation,
+    label_summaries,
+)
 from evaluation.lib.stats.methods import METHOD_DESCRIPTIONS
 from evaluation.lib.stats.results import Correlation, Estimate, PairedTest
 
@@ -42,16 +50,17 @@ def _every_method_name():
     votes = [("A", "B", "a"), ("B", "A", "a"), ("A", "B", "tie")]
     names = {
         agreement.compute_alpha(data).method,
-        agreement.cohen_kappa([1, 2, 1], [1, 2, 2]).method,
-        agreement.citation_precision({"q": ["Supported"]}, {"q": "S"})["S"].method,
+        annotators.cohen_kappa([1, 2, 1], [1, 2, 2]).method,
+        label_summaries.citation_precision({"q": ["Supported"]}, {"q": "S"})["S"].method,
         clustered.cluster_mean([1, 2], ["d1", "d2"]).method,
         clustered.paired_cluster_difference([1], ["d"], [2], ["d"]).method,
         comparison.paired_t_test({"d": 1}, {"d": 2}).method,
         arena.elo_with_ci(votes, n_resamples=10)["A"].method,
         arena.bradley_terry_with_ci(votes, n_resamples=10)["A"].method,
     }
-    names |= {e.method for e in agreement.pairwise_annotator_correlation(data).values()}
-    names |= {e.method for e in agreement.blind_recommendation_agreement({"d": [{1}]}).values()}
+    names |= {e.method for e in annotators.pairwise_annotator_correlation(data).values()}
+    blind = label_summaries.blind_recommendation_agreement({"d": [{1}]})
+    names |= {e.method for e in blind.values()}
     names |= {c.method for c in correlation.correlate({1: 1}, {1: 1}).values()}
     ranked = correlation.rank_evaluators(
         {"m": {1: 1, 2: 2, 3: 3}}, {1: 1, 2: 3, 3: 2}
