@@ -1,7 +1,7 @@
 """Hand-written statements for the few things every request does (docs/hot-path.md).
 
 Through the ORM, compiling a query costs more Python than the database spends answering it
-(docs/performance.md, "Annotation"). For the reads on every request (the session, the user,
+(docs/performance-history.md, "Annotation"). For the reads on every request (the session, the user,
 an annotator's assignment) and the rows a submission inserts, the statement is instead built
 once per process from the models' own metadata: every table is the model's `db_table`, every
 column a field's `column` (`table`, `column`, `Columns`, `where`), so a migration that renames

@@ -26,7 +26,8 @@ def warm_up() -> int:
     some request, and write to the memory pages the forked workers share.
     """
     get_resolver().url_patterns  # noqa: B018 (the import is the point)
-    elo_kernels_load()  # the arena's compiled Elo kernels (docs/performance.md, "Arena ratings")
+    # the arena's compiled Elo kernels (docs/performance-history.md, "Arena ratings")
+    elo_kernels_load()
     compiled = 0
     for engine in engines.all():
         for folder in map(Path, engine.dirs):  # the project's own, not those of packages

@@ -1,4 +1,5 @@
-"""The hand-written statements of an arena battle's turn (docs/performance.md, "Arena battles").
+"""The hand-written statements of an arena battle's turn (docs/performance-history.md, "Arena
+battles").
 
 Every request of a battle (a message, each answer fragment) reads the battle with its arena,
 benchmark and both systems, and its turns; a message also locks the battle's row, writes its

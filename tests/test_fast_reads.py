@@ -1,6 +1,6 @@
 """The hand-written statements of config.rows and config.auth must do what the ORM and Django's
 own session store and backend do, and `rows.batched` must change nothing but the waiting
-(docs/performance.md, "Annotation")."""
+(docs/performance-history.md, "Annotation")."""
 
 import subprocess
 import sys

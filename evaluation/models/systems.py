@@ -194,7 +194,7 @@ class UnitScore(models.Model):
 
     # No index of its own: the unique constraint's (run, metric, …) serves every query by run
     # (or run and metric), and each index costs PostgreSQL time on every one of the ~50,000
-    # values a chunk stores (docs/performance.md, "Runs at scale").
+    # values a chunk stores (docs/performance-history.md, "Runs at scale").
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="unit_scores",
                             db_index=False)
     metric = models.CharField(max_length=100)
@@ -213,7 +213,7 @@ class UnitScore(models.Model):
                                    name="unitscore_unit_type"),
         ]
         # (run, dialogue): the per-turn drill-down reads one dialogue's values of a run that
-        # may hold a million (docs/performance.md, "Runs at scale").
+        # may hold a million (docs/performance-history.md, "Runs at scale").
         indexes = [models.Index(fields=["run", "dialogue_id"], name="unitscore_run_dialogue")]
 
     def __str__(self) -> str:

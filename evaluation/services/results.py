@@ -40,7 +40,7 @@ def _unit_scores_sqlite_upsert(run: Run, values) -> None:
 
     Building a model instance per value (`bulk_create`) cost more than scoring the run: for
     `load_demo`'s seven baselines (≈ 240,000 values) it was the largest part of first start
-    (docs/performance.md, "First start")."""
+    (docs/performance-history.md, "First start")."""
     table = connection.ops.quote_name(UnitScore._meta.db_table)
     with connection.cursor() as cursor:
         cursor.executemany(
@@ -56,7 +56,8 @@ def _unit_scores_copy_upsert(run: Run, values) -> None:
     """The same upsert through COPY into a temporary table, then one INSERT … ON CONFLICT.
 
     A chunk of 1,000 answered turns stores about 50,000 values; as model instances through
-    `bulk_create` that cost more CPU than scoring them (docs/performance.md, "Runs at scale").
+    `bulk_create` that cost more CPU than scoring them (docs/performance-history.md, "Runs at
+    scale").
     """
     table = connection.ops.quote_name(UnitScore._meta.db_table)
     columns = "run_id, metric, unit_type, unit_id, dialogue_id, value, detail"

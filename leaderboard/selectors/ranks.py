@@ -114,7 +114,7 @@ def cluster_tables_read(*, run_ids: Sequence[int], metrics: Sequence[str] | None
     Given METRICS, each run's table has only those of them it has (`ClusterTable.select`), and
     of a stored row the database sends only their slices (`MetricSlice`), for every run in the
     same one statement: a page showing 5 of 53 metrics at 10,000 dialogues reads ≈ 0.7 MB of a
-    run's arrays instead of 7.6 MB (docs/performance.md, "Pages at that size")."""
+    run's arrays instead of 7.6 MB (docs/performance-history.md, "Pages at that size")."""
     stats = RunClusterStats.objects.filter(run_id__in=run_ids)
     if metrics is None:
         tables = {s.run_id: rank_tables.ClusterTable.from_bytes(s.metrics, s.clusters, s.sums,

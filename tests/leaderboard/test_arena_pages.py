@@ -120,7 +120,8 @@ def test_no_arena_and_too_few_systems_say_so(tiny_benchmark):
 
 
 def test_a_turn_costs_the_same_sql_however_long_the_battle_is(arena):
-    """docs/performance.md "Arena battles": a message and an answer fragment each cost a fixed
+    """docs/performance-history.md "Arena battles": a message and an answer fragment each cost a
+    fixed
     handful of statements, the 1st as the 4th (no query per turn, no re-read of the battle)."""
     client = Client(REMOTE_ADDR="10.0.0.7")
     battle = _start(client)

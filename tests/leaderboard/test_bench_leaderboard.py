@@ -1,4 +1,5 @@
-"""`bench_leaderboard` end to end at small sizes (docs/performance.md, "Pages at that size"),
+"""`bench_leaderboard` end to end at small sizes (docs/performance-history.md, "Pages at that
+size"),
 and the system and compare pages' numbers from per-dialogue sums against the unit values."""
 
 import json

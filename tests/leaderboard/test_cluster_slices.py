@@ -1,6 +1,6 @@
 """`cluster_tables_read(metrics=…)`: the shown metrics' slices of the stored per-dialogue sums,
 read by the database in one statement, are the whole row's tables restricted to those metrics,
-to the bit (docs/performance.md, "Pages at that size")."""
+to the bit (docs/performance-history.md, "Pages at that size")."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,7 @@
 """python manage.py bench_agreement [--units N] [--annotators N] [--repeats N] [--levels ...]
 
-Runs `python -m evaluation.lib.stats.timing` (docs/performance.md, "Statistics"): Krippendorff's
+Runs `python -m evaluation.lib.stats.timing` (docs/performance-history.md, "Statistics"):
+Krippendorff's
 alpha on 100,000 units × 10 annotators, next to the `krippendorff` package where it fits.
 """
 

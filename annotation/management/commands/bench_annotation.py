@@ -1,4 +1,4 @@
-"""Load test of the annotation item page and submission (docs/performance.md, "Annotation").
+"""Load test of the annotation item page and submission (docs/performance-history.md, "Annotation").
 
 What it does, bounded and on loopback only:
 1. (re)creates a PostgreSQL database (default `concord_bench` on 127.0.0.1:5432) and, in a child

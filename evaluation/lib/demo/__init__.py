@@ -47,7 +47,8 @@ from evaluation.lib.demo.vocabulary import CITIES, ITEM_TYPES, SPLITS
 def generate_demo_bundle(seed: int = 42, dialogues: int | None = None) -> dict:
     """Return the demo benchmark bundle (formats.md §1) generated deterministically from seed.
 
-    With DIALOGUES, exactly that many dialogues (a scale benchmark, docs/performance.md "Runs at
+    With DIALOGUES, exactly that many dialogues (a scale benchmark, docs/performance-history.md
+    "Runs at
     scale"): the catalogue stays the demo's, and every item is the target of one dialogue per
     round, each round drawing new personas, constraints, rejections, decoys and pools, until
     there are enough. The first round is the demo's own dialogues.

@@ -8,7 +8,7 @@ overhead per step: 2.0 s of the 3.3 s the bootstrap took on the reference machin
 `sorted_draw_block`) into a buffer that stays in the CPU's first-level cache and replays them at
 once; it releases the GIL, so `arena._elo_replicates` splits the replicates between threads
 while it draws the next block's exponentials. Issue 15 asks for the ratings with 1,000
-bootstrap rounds over 100,000 votes in under 2 s (docs/performance.md, "Arena ratings"). The
+bootstrap rounds over 100,000 votes in under 2 s (docs/performance-history.md, "Arena ratings"). The
 loop is CRS Arena's Elo update, once per replicate, in natural-log units.
 
 `sorted_draw_block` is the draws alone (`arena._sorted_draws`: what the tests check the draws'
