@@ -4,6 +4,7 @@ from celery import shared_task
 
 from evaluation.lib.formats.errors import FormatError
 from evaluation.services.benchmarks import benchmark_import
+from evaluation.services.downloads import benchmark_downloads_build
 from evaluation.services.jobs import job_begin, job_finish, job_progress
 from evaluation.services.runs import run_chunk_process, run_finalize, run_process
 from evaluation.services.simulations import simulation_batch_process
@@ -81,3 +82,8 @@ def validate_staged_upload_job(job_id: int) -> None:
     submission with its queued run (docs/operations.md, "Failure modes"); safe to deliver
     twice (the submission's uuid was chosen at staging)."""
     staged_upload_process(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def build_downloads_job(benchmark_id: int) -> None:
+    benchmark_downloads_build(benchmark_id=benchmark_id)

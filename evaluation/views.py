@@ -9,6 +9,8 @@ from django.views.decorators.http import require_POST
 
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.selectors import benchmarks as selectors
+from evaluation.selectors.downloads import benchmark_public_download as public_download
+from evaluation.selectors.downloads import benchmark_sample_download
 from evaluation.selectors.simulations import simulation_report
 from evaluation.services import runs as run_services
 from evaluation.services.jobs import job_retry
@@ -76,16 +78,15 @@ def attachment(body: bytes | str, filename: str, content_type: str) -> HttpRespo
 def benchmark_public_download(request, slug):
     """The public part of the benchmark as a bundle .zip (no hidden gold, formats.md §1)."""
     benchmark = get_benchmark_for_user(request.user, slug)
-    filename, body = selectors.benchmark_public_zip(benchmark=benchmark)
+    filename, body = public_download(benchmark=benchmark)
     return attachment(body, filename, "application/zip")
 
 
 def benchmark_sample_submission(request, slug):
     """A valid `turn` submission for the public splits, made by the TF-IDF reference baseline."""
     benchmark = get_benchmark_for_user(request.user, slug)
-    body = selectors.benchmark_sample_submission(benchmark=benchmark)
-    return attachment(body, f"{benchmark.slug}-sample-submission.jsonl",
-                      "application/x-ndjson; charset=utf-8")
+    filename, body = benchmark_sample_download(benchmark=benchmark)
+    return attachment(body, filename, "application/x-ndjson; charset=utf-8")
 
 
 @login_required

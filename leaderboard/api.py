@@ -44,11 +44,8 @@ from evaluation.access import (
 from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
-from evaluation.selectors.benchmarks import (
-    benchmark_public_zip,
-    benchmark_sample_submission,
-    run_results,
-)
+from evaluation.selectors.benchmarks import run_results
+from evaluation.selectors.downloads import benchmark_public_download, benchmark_sample_download
 from evaluation.services.live import system_set_live
 from evaluation.services.simulations import simulation_cancel, simulation_create
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
@@ -127,7 +124,7 @@ class BenchmarkPublicBundle(APIView):
 
     def get(self, request, slug):
         benchmark = get_benchmark_for_user(request.user, slug)
-        filename, body = benchmark_public_zip(benchmark=benchmark)
+        filename, body = benchmark_public_download(benchmark=benchmark)
         return attachment(body, filename, "application/zip")
 
 
@@ -140,9 +137,8 @@ class BenchmarkSampleSubmission(APIView):
 
     def get(self, request, slug):
         benchmark = get_benchmark_for_user(request.user, slug)
-        return attachment(benchmark_sample_submission(benchmark=benchmark),
-                          f"{benchmark.slug}-sample-submission.jsonl",
-                          "application/x-ndjson; charset=utf-8")
+        filename, body = benchmark_sample_download(benchmark=benchmark)
+        return attachment(body, filename, "application/x-ndjson; charset=utf-8")
 
 
 @extend_schema_view(

@@ -22,6 +22,8 @@ from evaluation.models import (
     TurnItem,
 )
 from evaluation.selectors.benchmarks import benchmark_bundle
+from evaluation.services.downloads import benchmark_downloads_delete
+from evaluation.services.jobs import task_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ def benchmark_create_from_bundle(*, bundle: Bundle, replace: bool = False, owner
     reviews = _create_reviews(benchmark, bundle.reviews, items)
     progress("reviews", len(reviews), len(reviews))
     _create_dialogues(benchmark, bundle.dialogues, items, reviews, progress)
+    task_enqueue("evaluation.tasks.build_downloads_job", benchmark.pk)
     return benchmark
 
 
@@ -73,6 +76,7 @@ def benchmark_delete(*, benchmark: Benchmark) -> None:
                          TurnItem.objects.filter(turn__in=turns), turns,
                          DialogueItem.objects.filter(dialogue__benchmark=benchmark)):
             queryset._raw_delete(queryset.db)
+        benchmark_downloads_delete(benchmark=benchmark)
         benchmark.delete()
 
 
