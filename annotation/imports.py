@@ -32,11 +32,8 @@ from evaluation.lib.formats.errors import FormatError, FormatIssue
 from evaluation.lib.formats.judgments import read_judgments, read_scores
 from evaluation.lib.formats.public import import_public
 from evaluation.lib.formats.submission import LOG, iter_log_records
-from evaluation.lib.stats.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-)
+from evaluation.lib.metrics import reference_free
+from evaluation.lib.rankers.embeddings import EmbeddingsUnavailable, shared_encoder
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.models import (
     Benchmark,
@@ -185,6 +182,8 @@ def public_dataset_import(*, name: str, path: Path, author, benchmark_slug: str 
                                  "comments": len(result.comments), "notes": result.notes}})
         _store_fields(study, result.fields)
         labels = _store_labels(study, result.labels, where)
+        baselines = reference_free_runs_store(benchmark=benchmark, units=result.units,
+                                              dialogues=bundle.dialogues, user=author)
         arena = None
         if result.votes:
             arena = arena_import_votes(
@@ -197,7 +196,8 @@ def public_dataset_import(*, name: str, path: Path, author, benchmark_slug: str 
     summary = {"dialogues": len(bundle.dialogues), "systems": len(result.logs),
                "submissions": len(created), "labels": labels, "fields": len(result.fields),
                "annotators": len(result.annotators()), "notes": result.notes,
-               "arena": arena.slug if arena else None, "votes": len(result.votes)}
+               "arena": arena.slug if arena else None, "votes": len(result.votes),
+               "reference_free_runs": len(baselines)}
     study_validations_refresh_enqueue(study=study)  # the trust column's numbers
     return benchmark, study, summary
 
@@ -351,7 +351,8 @@ def _group_by_submission(records: list[dict], index: UnitIndex, benchmark: Bench
     return groups
 
 
-def _summaries(run: Run, records: list[dict], direction: str) -> list[MetricSummary]:
+def _summaries(run: Run, records: list[dict], direction: str,
+               axis: str) -> list[MetricSummary]:
     by_metric: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     for record in records:
         by_metric[record["metric"]][0].append(float(record["value"]))
@@ -360,11 +361,66 @@ def _summaries(run: Run, records: list[dict], direction: str) -> list[MetricSumm
     for metric, (values, clusters) in sorted(by_metric.items()):
         estimate = cluster_mean(values, clusters)
         rows.append(MetricSummary(
-            run=run, metric=metric, axis=EXTERNAL_AXIS, direction=direction,
+            run=run, metric=metric, axis=axis, direction=direction,
             value=estimate.value, ci_low=estimate.ci_low, ci_high=estimate.ci_high,
             std=float(np.std(values, ddof=1)) if len(values) > 1 else None, n=len(values),
             undefined_reason=(estimate.undefined_reason or "")[:300]))
     return rows
+
+
+def _run_store(*, submission: Submission, evaluator: str, version: str, records: list[dict],
+               user, direction: str, axis: str, config: dict, params: dict) -> Run:
+    """RECORDS (unit scores of SUBMISSION) as a finished run of EVALUATOR, with its summaries
+    (dialogue-clustered means with jackknife-t CIs, `cluster_mean`)."""
+    metrics = sorted({r["metric"] for r in records})
+    config = {**config, "metrics": metrics, "direction": direction, "units": len(records)}
+    now = timezone.now()
+    job = Job.objects.create(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED,
+                             params={"submission": submission.pk, **params},
+                             result={"values": len(records), "metrics": len(metrics)},
+                             stage="imported", done=len(records), total=len(records),
+                             created_by=user, started_at=now, finished_at=now,
+                             heartbeat_at=now, attempts=1)
+    run = Run.objects.create(submission=submission, evaluator=evaluator,
+                             evaluator_version=version, config=config,
+                             config_hash=hashlib.sha256(json.dumps(
+                                 config, sort_keys=True).encode()).hexdigest(), job=job)
+    UnitScore.objects.bulk_create(
+        [UnitScore(run=run, metric=r["metric"], unit_type=r["unit_type"],
+                   unit_id=r["unit_id"], dialogue_id=r["dialogue_id"] or r["unit_id"],
+                   value=float(r["value"])) for r in records], batch_size=5000)
+    MetricSummary.objects.bulk_create(_summaries(run, records, direction, axis))
+    return run
+
+
+def reference_free_runs_store(*, benchmark: Benchmark, units: list[dict],
+                              dialogues: list[dict], user) -> list[Run]:
+    """The reference-free baselines (`evaluation.lib.metrics.reference_free`) on every labelled
+    unit of an imported data set, one run per system, so its metric leaderboard and the trust
+    column rank them against the human labels from the start. The embedding metric is left
+    out, with the reason in the runs' configuration, when the model cannot be loaded."""
+    turns = [reference_free.TurnUnit(u["unit_id"], u["dialogue_id"], u["turn_index"],
+                                     u.get("system")) for u in units
+             if u["unit_type"] == "turn" and u.get("turn_index") is not None]
+    whole = [reference_free.DialogueUnit(u["unit_id"], u["dialogue_id"], u.get("system"))
+             for u in units if u["unit_type"] == "dialogue"]
+    try:
+        encoder, missing = shared_encoder(), ""
+        encoder.model  # noqa: B018 (load now: a model that cannot load leaves the metric out)
+    except EmbeddingsUnavailable as exc:
+        encoder, missing = None, str(exc)[:300]
+    records = reference_free.score_units({d["id"]: d for d in dialogues}, turns, whole, encoder)
+    if not records:
+        return []
+    groups = _group_by_submission(records, UnitIndex(benchmark), benchmark, user, [],
+                                  reference_free.EVALUATOR)
+    config = {"embedding_model": "all-MiniLM-L6-v2" if encoder else None,
+              "embedding_unavailable": missing}
+    return [_run_store(submission=submission, evaluator=reference_free.EVALUATOR,
+                       version=reference_free.VERSION, records=mine, user=user,
+                       direction=MetricSummary.Direction.HIGHER, axis=reference_free.EVALUATOR,
+                       config=config, params={"reference_free": True})
+            for submission, mine in groups.values()]
 
 
 @transaction.atomic
@@ -385,29 +441,10 @@ def scores_import(*, path: Path, benchmark: Benchmark, evaluator: str, user=None
         submission_files_delete(created)
         raise
     digest = hashlib.sha256(raw).hexdigest()
-    now = timezone.now()
-    runs = []
-    for submission, mine in groups.values():
-        metrics = sorted({r["metric"] for r in mine})
-        config = {"imported_from": path.name, "sha256": digest, "metrics": metrics,
-                  "direction": direction, "units": len(mine),
-                  "bootstrap": {"n_resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED,
-                                "confidence": DEFAULT_CONFIDENCE, "clusters": "dialogues"}}
-        job = Job.objects.create(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED,
-                                 params={"submission": submission.pk, "imported_scores": path.name},
-                                 result={"values": len(mine), "metrics": len(metrics)},
-                                 stage="imported", done=len(mine), total=len(mine),
-                                 created_by=user, started_at=now, finished_at=now,
-                                 heartbeat_at=now, attempts=1)
-        run = Run.objects.create(submission=submission, evaluator=evaluator,
-                                 evaluator_version=digest[:12], config=config,
-                                 config_hash=hashlib.sha256(json.dumps(
-                                     config, sort_keys=True).encode()).hexdigest(), job=job)
-        UnitScore.objects.bulk_create(
-            [UnitScore(run=run, metric=r["metric"], unit_type=r["unit_type"],
-                       unit_id=r["unit_id"], dialogue_id=r["dialogue_id"] or r["unit_id"],
-                       value=float(r["value"])) for r in mine], batch_size=5000)
-        MetricSummary.objects.bulk_create(_summaries(run, mine, direction))
-        runs.append(run)
+    runs = [_run_store(submission=submission, evaluator=evaluator, version=digest[:12],
+                       records=mine, user=user, direction=direction, axis=EXTERNAL_AXIS,
+                       config={"imported_from": path.name, "sha256": digest},
+                       params={"imported_scores": path.name})
+            for submission, mine in groups.values()]
     validations_refresh_enqueue(benchmark_id=benchmark.pk)  # new scores: the trust column
     return runs

