@@ -25,6 +25,7 @@ from annotation.lib.report_plan import report_plan
 from annotation.services import annotations, handout, members, studies, study_exports
 from evaluation.access import arenas_for_user
 from evaluation.lib import charts
+from evaluation.lib.metrics import reference_free
 from evaluation.models import Job
 
 from .access import (
@@ -527,7 +528,9 @@ def metric_board(request, slug):
     context = {"study": study, "board": board, "fields": fields,
                "can_manage": can_manage_study(request.user, study),
                "public": report_selectors.metric_board_is_public(study),
-               "formats": exports.FORMATS}
+               "formats": exports.FORMATS,
+               "reference_free": any(row["evaluator"] == reference_free.EVALUATOR
+                                     for row in board.get("rows", []))}
     return render(request, "annotation/metric_board.html", context)
 
 

@@ -105,7 +105,16 @@ def test_crs_arena_eval_metric_correlation_per_dataset(client, staff, tmp_path):
     assert client.get(reverse("annotation:study_report", args=[study.slug])).status_code == 302
     csv_board = client.get(reverse("annotation:metric_board_download", args=[study.slug, "csv"]),
                            {"aspect": "relevance"}).content.decode()
-    assert csv_board.splitlines()[1].startswith("1,external:length,response_length,0.234")
+    external = [line for line in csv_board.splitlines() if ",external:length," in line]
+    assert len(external) == 1 and ",external:length,response_length,0.234" in external[0]
+    # the reference-free baselines, run at import, are ranked beside it with intervals
+    baselines = [line.split(",") for line in csv_board.splitlines()
+                 if ",reference_free," in line]
+    assert {row[2] for row in baselines} >= {"length", "distinct_1", "distinct_2",
+                                             "context_overlap", "embedding_similarity"}
+    assert "what FACE-style papers compare an LLM evaluator against" in board.content.decode()
+    assert Run.objects.filter(submission__benchmark__slug="crs-arena-eval",
+                              evaluator="reference_free").count() == 9
 
 
 def test_ab_redial_agreement_per_field_with_intervals(staff, tmp_path):
