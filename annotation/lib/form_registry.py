@@ -180,6 +180,23 @@ def scale_row(name, label, low, high, current, *, question="", help="", group=""
 
 
 @dataclass(frozen=True)
+class KnownFacts:
+    """What a reference turn offers an item with known answers (practice and gold items)."""
+
+    text: str = ""  # the reference response (response items)
+    acceptable: tuple[str, ...] = ()  # the turn's gold and alternative items (recommend items)
+
+
+@dataclass(frozen=True)
+class KnownAnswers:
+    """A practice or gold item of a form: its expected answers (flattened field -> value)."""
+
+    expected: dict
+    text: str = ""  # the response the item shows (response items; possibly altered)
+    how: str = ""  # how the item was built, kept in its reference record
+
+
+@dataclass(frozen=True)
 class ReportPart:
     """A section of the study report a form adds (report_plan: what it shows, what it needs)."""
 
@@ -235,6 +252,7 @@ class TaskForm(ABC):
     shortcuts: tuple[tuple[str, str], ...] = ()  # (keys, what they do) for the help box
     panel_order: int = 0  # forms of one item show by (panel_order, registration order)
     categorical: tuple[str, ...] = ()  # flattened-name prefixes whose ties ask for a label more
+    offers_known_answers: bool = False  # builds practice (calibration) and gold items
 
     @abstractmethod
     def parse(self, data: Mapping, layout: Layout, parsed: Parsed) -> None:
@@ -273,6 +291,11 @@ class TaskForm(ABC):
         """Rows a conversation item shows inside rated system turn INDEX (FACE's per-turn
         aspects)."""
         return []
+
+    def known_answers(self, facts: KnownFacts, *, corrupt: bool, rng) -> KnownAnswers | None:
+        """A practice or gold item from a reference turn's FACTS (CORRUPT: the variant with a
+        planted mistake, drawn with the random.Random RNG); None when the turn offers none."""
+        return None
 
     def report_parts(self) -> tuple[ReportPart, ...]:
         """Report sections beyond agreement per field that this form's labels feed."""

@@ -29,6 +29,7 @@ from annotation.lib.form_registry import (
     REFERENCE,
     Choice,
     FieldSpec,
+    KnownAnswers,
     Layout,
     Parsed,
     Point,
@@ -50,6 +51,7 @@ from annotation.lib.form_registry import (
     scale_row,
 )
 from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES, FactorGuideline
+from evaluation.lib.metrics.quotes import extract_quotes
 
 # What callers use of the registry, through this module (importing it registers the built-ins).
 __all__ = ["Choice", "Layout", "MAX_TEXT", "Parsed", "Point", "ScaleRow", "enabled",
@@ -154,6 +156,15 @@ FACE_DIALOGUE_ASPECTS = (
            "What is your overall impression of the assistant's performance?"),
 )
 
+# What a corrupted practice or gold response says instead of its first quote (citation check).
+FABRICATED_CLAIMS = (
+    "they even have a Michelin star and a rooftop pool",
+    "every guest gets free champagne at the door",
+    "the staff speak twelve languages fluently",
+    "open all night with live jazz every hour",
+    "the best view in the whole state, hands down",
+)
+
 PAIRWISE_CHOICES = ("a", "b", "tie")  # a = the item's first response, b = its second
 RECOMMEND_MIN_ITEMS, RECOMMEND_MAX_ITEMS = 1, 3
 
@@ -196,6 +207,7 @@ class CitationForm(TaskForm):
     template = "annotation/_form_citation.html"  # its rows come with the response's quotes
     report_fields = "citation verdicts (Supported / Partial / Not supported) per quote"
     categorical = ("citation.",)
+    offers_known_answers = True
     instructions = (
         "- **Citation check.** Every quoted phrase is listed. Open the referenced "
         "reviews and look for it. *Supported*: the text (or a very close match) is there "
@@ -247,6 +259,20 @@ class CitationForm(TaskForm):
     def label_rows(self, values, item, annotator):
         return [item.row(annotator, "quote", f"{item.turn_unit}#q{index}", CITATION_FIELD,
                          verdict) for index, verdict in self._verdicts(values)]
+
+    def known_answers(self, facts, *, corrupt, rng):
+        """The reference response as it is (every quote Supported) or with its first quote
+        replaced by a fabricated claim (that quote Not supported)."""
+        text, quotes = facts.text, extract_quotes(facts.text)
+        expected = {f"citation.{i}": "supported" for i in range(len(quotes))}
+        how = "reference response, unchanged"
+        if corrupt and quotes:
+            claim = rng.choice(FABRICATED_CLAIMS)
+            first = quotes[0]
+            text = text[:first.start] + claim + text[first.end:]
+            expected["citation.0"] = "not_supported"
+            how = f"reference response with quote 1 replaced by a fabricated claim: {claim!r}"
+        return KnownAnswers(expected, text, how)
 
     def report_parts(self):
         return (ReportPart("Citation precision",
@@ -513,6 +539,7 @@ class FaceForm(TaskForm):
 class RecommendForm(TaskForm):
     key, label, mode = RECOMMEND, "Blind recommendation", "recommend"
     template = "annotation/_form_recommend.html"
+    offers_known_answers = True
     report_fields = "blind recommendation picks"
     instructions = (
         "## Writing your own recommendation\n"
@@ -600,6 +627,12 @@ class RecommendForm(TaskForm):
         return {"text": rec.get("text", ""), "quotes": rec.get("quotes", []),
                 "quotes_json": json.dumps(rec.get("quotes", [])),
                 "max_items": RECOMMEND_MAX_ITEMS}
+
+    def known_answers(self, facts, *, corrupt, rng):
+        """The turn's gold and alternative items are the acceptable picks."""
+        if not facts.acceptable:
+            return None
+        return KnownAnswers({RECOMMEND_FIELD: list(facts.acceptable)})
 
     def report_parts(self):
         return (ReportPart("Blind recommendation",

@@ -13,9 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
-from annotation.lib import blinding, sampling, taskforms
+from annotation.lib import blinding, form_registry, sampling, taskforms
 from evaluation.access import can_manage_benchmark
-from evaluation.lib.metrics.quotes import extract_quotes
 from evaluation.models import (
     Benchmark,
     Split,
@@ -46,14 +45,7 @@ class StudySpec:
     gold_count: int = 0
 
 
-FABRICATED_CLAIMS = (
-    "they even have a Michelin star and a rooftop pool",
-    "every guest gets free champagne at the door",
-    "the staff speak twelve languages fluently",
-    "open all night with live jazz every hour",
-    "the best view in the whole state, hands down",
-)
-
+FABRICATED_CLAIMS = taskforms.FABRICATED_CLAIMS  # (tests name them from here)
 
 RESERVED_SLUGS = {"new", "join", "metric-leaderboards"}  # fixed paths under /studies/
 
@@ -255,12 +247,9 @@ class _ItemBuilder:
         return {"gold_item_ids": found["gold"], "alternative_item_ids": found["alternative"]}
 
     def add_calibration_and_gold(self, *, units, calibration: int, gold: int, seed: int) -> dict:
-        """Items with known answers, built from reference turns the sample does not use.
-
-        Citation check: the reference response as it is (every quote Supported) or with one
-        quote replaced by a fabricated claim (that quote Not supported). Blind recommendation:
-        the turn's gold and alternative items are the acceptable picks.
-        """
+        """Items with known answers, built from reference turns the sample does not use, by
+        each enabled form that offers them (`TaskForm.known_answers`: the citation check's
+        response with or without a fabricated claim, blind recommendation's gold picks)."""
         rng = random.Random(f"{seed}:known-answers")
         usable = [u for u in units
                   if self.reference.responses[(u.dialogue, u.turn_index)]["citations"]]
@@ -269,45 +258,40 @@ class _ItemBuilder:
         wanted = [StudyItem.Kind.CALIBRATION] * calibration + [StudyItem.Kind.GOLD] * gold
         if not wanted or not usable:
             return counts
+        forms = [form for form in taskforms.enabled(self.study.forms)
+                 if form.offers_known_answers]
         for n, kind in enumerate(wanted):
             unit = usable[n % len(usable)]
-            built = False
-            if taskforms.CITATION in self.study.forms:
-                self._known_response(unit, kind, corrupt=n % 2 == 1, rng=rng)
-                built = True
-            if taskforms.RECOMMEND in self.study.forms:
-                self._known_recommendation(unit, kind)
-                built = True
-            counts[f"{kind}_items"] += built
+            for form in forms:
+                self._known_item(form, unit, kind, corrupt=n % 2 == 1, rng=rng)
+            counts[f"{kind}_items"] += bool(forms)
         return counts
 
-    def _known_response(self, unit, kind, *, corrupt: bool, rng: random.Random) -> None:
-        response = self.reference.responses[(unit.dialogue, unit.turn_index)]
-        text = response["text"]
-        quotes = extract_quotes(text)
-        expected = {f"citation.{i}": "supported" for i in range(len(quotes))}
-        how = "reference response, unchanged"
-        if corrupt and quotes:
-            claim = rng.choice(FABRICATED_CLAIMS)
-            first = quotes[0]
-            text = text[:first.start] + claim + text[first.end:]
-            expected["citation.0"] = "not_supported"
-            how = f"reference response with quote 1 replaced by a fabricated claim: {claim!r}"
-        context = [t for t in self.turns(unit.dialogue) if t["index"] < unit.turn_index]
-        self._new(mode=StudyItem.Mode.RESPONSE, kind=kind, dialogue=self.dialogues[unit.dialogue],
-                  turn_index=unit.turn_index, context=context, response_text=text,
-                  citations=response["citations"], blind=self._entry(unit.dialogue, REFERENCE),
-                  expected=expected, reference={"built_from": how}, target_labels=1)
-
-    def _known_recommendation(self, unit, kind) -> None:
-        facts = self._gold_items(unit.dialogue, unit.turn_index)
-        acceptable = facts["gold_item_ids"] + facts["alternative_item_ids"]
-        if not acceptable:
+    def _known_item(self, form, unit, kind, *, corrupt: bool, rng: random.Random) -> None:
+        """FORM's practice or gold item on a reference turn (response and recommend items)."""
+        key = (unit.dialogue, unit.turn_index)
+        if form.mode == StudyItem.Mode.RECOMMEND:
+            facts = self._gold_items(*key)
+            acceptable = tuple(facts["gold_item_ids"] + facts["alternative_item_ids"])
+            answers = form.known_answers(form_registry.KnownFacts(acceptable=acceptable),
+                                         corrupt=corrupt, rng=rng)
+            extra = {"reference": facts}
+        elif form.mode == StudyItem.Mode.RESPONSE:
+            response = self.reference.responses[key]
+            answers = form.known_answers(form_registry.KnownFacts(text=response["text"]),
+                                         corrupt=corrupt, rng=rng)
+            extra = {"citations": response["citations"],
+                     "blind": self._entry(unit.dialogue, REFERENCE)}
+        else:
             return
+        if answers is None:
+            return
+        if form.mode == StudyItem.Mode.RESPONSE:
+            extra.update(response_text=answers.text, reference={"built_from": answers.how})
         context = [t for t in self.turns(unit.dialogue) if t["index"] < unit.turn_index]
-        self._new(mode=StudyItem.Mode.RECOMMEND, kind=kind, dialogue=self.dialogues[unit.dialogue],
-                  turn_index=unit.turn_index, context=context, reference=facts,
-                  expected={"recommend.items": acceptable}, target_labels=1)
+        self._new(mode=form.mode, kind=kind, dialogue=self.dialogues[unit.dialogue],
+                  turn_index=unit.turn_index, context=context, expected=answers.expected,
+                  target_labels=1, **extra)
 
     def save(self) -> None:
         BlindingEntry.objects.bulk_create(self.entries.values())
