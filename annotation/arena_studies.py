@@ -29,8 +29,6 @@ from .models import BlindingEntry, Study
 from .services.sources import REFERENCE, Source
 from .services.studies import _ItemBuilder, default_instructions, unique_study_slug
 
-ARENA_FORMS = taskforms.MODE_FORMS["conversation"]
-
 
 class _BattleItemBuilder(_ItemBuilder):
     """A battle side's dialogue was answered by one system only, so its blinding map has one
@@ -76,7 +74,7 @@ def _benchmark_meta(arena: Arena) -> dict:
 
 
 def _validate(forms: tuple[str, ...], sample_size: int | None) -> None:
-    if not forms or set(forms) - set(ARENA_FORMS):
+    if not forms or set(forms) - set(taskforms.keys_for_mode("conversation")):
         raise ValidationError("A study from battles judges whole conversations: enable CoRE, "
                               "FACE or both, and no other form.")
     if sample_size is not None and sample_size < 1:

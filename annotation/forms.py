@@ -26,7 +26,7 @@ class StudyCreateForm(forms.Form):
     title = forms.CharField(max_length=200)
     benchmark = forms.ModelChoiceField(queryset=Benchmark.objects.none(), to_field_name="slug")
     task_forms = forms.MultipleChoiceField(
-        choices=[(f, taskforms.FORM_LABELS[f]) for f in taskforms.ALL_FORMS],
+        choices=lambda: list(taskforms.form_labels().items()),
         widget=forms.CheckboxSelectMultiple, label="Task forms",
         initial=[taskforms.CITATION, taskforms.CHECKLIST, taskforms.LIKERT])
     include_reference = forms.BooleanField(
@@ -104,7 +104,7 @@ class StudyCreateForm(forms.Form):
         if not data.get("include_reference") and not submissions:
             self.add_error("include_reference", "Choose the reference responses, submissions, "
                                                 "or both.")
-        pairwise = taskforms.PAIRWISE in data.get("task_forms", [])
+        pairwise = set(data.get("task_forms", [])) & set(taskforms.keys_for_mode("pairwise"))
         if data.get("stratify") == sampling.SYSTEM and pairwise:
             self.add_error("stratify", "Pairwise preference needs the paired design "
                                        "(no stratification by system).")
@@ -116,7 +116,8 @@ class ArenaStudyForm(forms.Form):
 
     title = forms.CharField(max_length=200)
     task_forms = forms.MultipleChoiceField(
-        choices=[(f, taskforms.FORM_LABELS[f]) for f in taskforms.MODE_FORMS["conversation"]],
+        choices=lambda: [(f.key, f.label) for f in taskforms.registered()
+                         if f.mode == "conversation"],
         widget=forms.CheckboxSelectMultiple, label="Task forms", initial=[taskforms.FACE],
         help_text="whole conversations: FACE's dialogue aspects (overall impression, task "
                   "completion, …) and/or CoRE's factors and overall score")

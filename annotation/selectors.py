@@ -7,7 +7,6 @@ response is "System <letter>" and nothing else.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from django.db.models import Count, Max, Q, Sum
 
 from annotation import rows
 from annotation.lib import taskforms
+from annotation.lib.form_registry import Point, ScaleRow
 from evaluation.lib.highlight import span_segments
 from evaluation.lib.metrics.quotes import extract_quotes
 from evaluation.models import DialogueItem, Item, Review
@@ -27,41 +27,10 @@ from .models import Annotation, Assignment, Study, StudyItem, StudyMember
 # --- the item page -------------------------------------------------------------------------
 
 
-@dataclass
-class Point:
-    value: str
-    label: str
-    key: str = ""
-    anchor: str = ""
-    checked: bool = False
-
-
-@dataclass
-class ScaleRow:
-    """One single-choice question: a citation verdict, a Likert scale, a factor, an aspect."""
-
-    name: str
-    label: str
-    points: list[Point]
-    question: str = ""
-    help: str = ""
-    group: str = ""
-    current: str | None = None
-
-
-def _scale(name, label, low, high, current, *, question="", help="", group="", anchors=None):
-    anchors = anchors or {}
-    points = [Point(str(v), str(v), str(v) if v <= 9 else "", anchors.get(str(v), ""),
-                    current is not None and str(current) == str(v))
-              for v in range(low, high + 1)]
-    return ScaleRow(name, label, points, question, help, group,
-                    None if current is None else str(current))
-
-
 def item_layout(item: StudyItem, study: Study, *, swapped: bool = False, quote_checker=None,
                 candidate_ids: tuple[str, ...] | None = None) -> taskforms.Layout:
     """What the item asks for (forms, quotes, scales, rated turns, candidates)."""
-    forms = tuple(f for f in study.forms if f in taskforms.MODE_FORMS[item.mode])
+    forms = tuple(f for f in study.forms if f in taskforms.keys_for_mode(item.mode))
     quote_count = len(extract_quotes(item.response_text)) if item.mode == "response" else 0
     rated = tuple(t["index"] for t in item.context if t.get("rated"))
     if item.mode == StudyItem.Mode.RECOMMEND and candidate_ids is None:
@@ -224,9 +193,9 @@ def item_page(*, assignment: Assignment, render_body) -> dict:
         "is_practice": item.kind == StudyItem.Kind.CALIBRATION,
     }
     if context["is_practice"] and state == "submitted":
-        picked = [i for i in str(dict(taskforms.flatten(values)).get("recommend.items") or "")
-                  .split("|") if i]
-        wanted = list((item.expected or {}).get("recommend.items") or [])
+        picked = [i for i in str(dict(taskforms.flatten(values)).get(taskforms.RECOMMEND_FIELD)
+                                 or "").split("|") if i]
+        wanted = list((item.expected or {}).get(taskforms.RECOMMEND_FIELD) or [])
         context["practice_feedback"] = practice_feedback(
             item.expected, values, item_names=benchmark_item_names(
                 benchmark_id=study.benchmark_id, external_ids=picked + wanted))
@@ -257,7 +226,12 @@ def item_body_context(view: ItemView) -> dict:
         StudyItem.Mode.PAIRWISE: _pairwise_page,
     }[item.mode]
     body.update(builder(view, item_static(item, view.study)))
-    body["forms"] = set(body.pop("layout").forms)
+    layout = body.pop("layout")
+    shown = taskforms.in_panel_order(layout.forms)
+    body["forms"] = set(layout.forms)
+    body["panels"] = [{"form": form, "template": form.template,
+                       "context": form.panel_context(values, layout)} for form in shown]
+    body["shortcuts"] = [pair for form in shown for pair in form.shortcuts]
     return body
 
 
@@ -267,40 +241,17 @@ def _response_page(view: ItemView, static: dict) -> dict:
     response = _response_view(item.response_text, item.citations,
                               static["letters"][item.blind_id], static["reviews"],
                               values, with_rows=taskforms.CITATION in layout.forms)
-    chosen = set(values.get("errors", []))
-    likert = values.get("likert", {})
-    scales = [_scale(f"likert-{s['key']}", s.get("label", s["key"]), s["min"], s["max"],
-                     likert.get(s["key"]), question=s.get("question", ""),
-                     anchors={str(k): v for k, v in s.get("anchors", {}).items()})
-              for s in layout.likert_scales]
-    return {"layout": layout, "response": response, "likert_rows": scales,
-            "checklist": [(c, c.value in chosen) for c in taskforms.ERROR_CATEGORIES]}
+    return {"layout": layout, "response": response}
 
 
 def _conversation_page(view: ItemView, static: dict) -> dict:
     item, values = view.item, view.values
     layout = item_layout(item, view.study)
-    face = values.get("face", {})
-    core = values.get("core", {})
-    turns = []
-    for turn in item.context:
-        scales = []
-        if turn.get("rated") and taskforms.FACE in layout.forms:
-            current = face.get("turns", {}).get(str(turn["index"]), {})
-            scales = [_scale(f"face-turn-{turn['index']}-{a.key}", a.label, a.low, a.high,
-                             current.get(a.key), question=a.question)
-                      for a in taskforms.FACE_TURN_ASPECTS]
-        turns.append({**turn, "rows": scales})
-    return {
-        "layout": layout, "turns": turns, "letter": static["letters"][item.blind_id],
-        "face_rows": [_scale(f"face-{a.key}", a.label, a.low, a.high, face.get(a.key),
-                             question=a.question) for a in taskforms.FACE_DIALOGUE_ASPECTS],
-        "core_rows": [_scale(f"core-{f.key}", f.name, taskforms.CORE_MIN, taskforms.CORE_MAX,
-                             core.get(f.key), help=f.definition, group=f.dimension)
-                      for f in taskforms.CORE_FACTORS],
-        "core_overall": core.get("overall"),
-        "core_overall_question": taskforms.CORE_OVERALL_QUESTION,
-    }
+    forms = taskforms.enabled(layout.forms)
+    turns = [{**turn, "rows": [row for form in forms
+                               for row in form.turn_rows(values, turn["index"])]
+              if turn.get("rated") else []} for turn in item.context]
+    return {"layout": layout, "turns": turns, "letter": static["letters"][item.blind_id]}
 
 
 def _recommend_page(view: ItemView, static: dict) -> dict:
@@ -309,7 +260,7 @@ def _recommend_page(view: ItemView, static: dict) -> dict:
     # The pool's stored order could hint at the answer; each annotator sees their own shuffle.
     random.Random(view.shuffle_seed).shuffle(pool)
     layout = item_layout(item, view.study, candidate_ids=tuple(c.external_id for c, _ in pool))
-    rec = values.get("recommend", {})
+    rec = values.get(taskforms.RECOMMEND, {})
     picked = set(rec.get("items", []))
     cited = {q["review_id"] for q in rec.get("quotes", [])}
     user_turns = [t["index"] for t in item.context if t["role"] == "user"]
@@ -318,10 +269,7 @@ def _recommend_page(view: ItemView, static: dict) -> dict:
         "request_index": user_turns[-1] if user_turns else None,
         "candidates": [{"item": c, "reviews": reviews, "picked": c.external_id in picked}
                        for c, reviews in pool],
-        "cited_reviews": cited, "rec_text": rec.get("text", ""),
-        "rec_quotes": rec.get("quotes", []),
-        "rec_quotes_json": json.dumps(rec.get("quotes", [])),
-        "max_items": taskforms.RECOMMEND_MAX_ITEMS,
+        "cited_reviews": cited,
     }
 
 
@@ -341,8 +289,7 @@ def _pairwise_page(view: ItemView, static: dict) -> dict:
         Point("tie", "Tie", "2", "", shown == "tie"),
         Point("right", f"System {right.letter} is better", "3", "", shown == "right"),
     ], current=shown)
-    return {"layout": layout, "left": left, "right": right, "pair_row": row,
-            "pair_reason": pair.get("reason", "")}
+    return {"layout": layout, "left": left, "right": right, "pair_row": row}
 
 
 def practice_feedback(expected: dict, values: dict,
@@ -358,27 +305,16 @@ def practice_feedback(expected: dict, values: dict,
     rows = []
     for name, want in expected.items():
         got = given.get(name)
-        if name == "recommend.items":
+        if name == taskforms.RECOMMEND_FIELD:
             picked = [i for i in str(got or "").split("|") if i]
             ok = bool(set(picked) & set(want))
             want_text, got_text = " or ".join(names.get(i, i) for i in want), items(picked)
         else:
             ok = got == want
             want_text, got_text = _answer_text(want), _answer_text(got)
-        rows.append({"field": _field_label(name), "expected": want_text, "given": got_text,
+        rows.append({"field": taskforms.field_label(name), "expected": want_text, "given": got_text,
                      "ok": ok})
     return rows
-
-
-def _field_label(name: str) -> str:
-    kind, _, rest = name.partition(".")
-    if kind == "citation" and rest.isdigit():
-        return f"Quote {int(rest) + 1}"
-    if kind == "recommend" and rest == "items":
-        return "Recommended items"
-    if kind == "error":
-        return f"Error: {rest.replace('_', ' ')}"
-    return f"{kind.capitalize()}: {rest.replace('_', ' ').replace('.', ' ')}" if rest else kind
 
 
 def _answer_text(value) -> str:
@@ -557,19 +493,13 @@ def _system_label(system) -> str:
     return system.slug if system is not None else "reference"
 
 
-def _detail(item: StudyItem, name: str, values: dict, quotes_cache: dict) -> str:
-    if name.startswith("citation."):
-        if item.pk not in quotes_cache:
-            quotes_cache[item.pk] = extract_quotes(item.response_text)
-        index = int(name.split(".")[1])
-        quotes = quotes_cache[item.pk]
-        return quotes[index].text if index < len(quotes) else ""
-    if name.startswith("recommend.quote."):
-        quote = values["recommend"]["quotes"][int(name.rsplit(".", 1)[1])]
-        return f"{quote['item_id']}/{quote['review_id']}[{quote['start']}:{quote['end']}]"
-    if name == "pairwise.choice":
-        return "a = system, b = system_b"
-    return ""
+def _item_quotes(item: StudyItem, cache: dict):
+    """A callable giving the item's extracted quotes, computed once per item."""
+    def quotes() -> list:
+        if item.pk not in cache:
+            cache[item.pk] = extract_quotes(item.response_text)
+        return cache[item.pk]
+    return quotes
 
 
 def study_export_rows(*, study: Study, progress=None) -> Iterator[dict]:
@@ -610,6 +540,7 @@ def study_export_rows(*, study: Study, progress=None) -> Iterator[dict]:
         }
         for name, value in taskforms.flatten(annotation.values):
             yield {**base, "field": name, "value": _safe_cell(value),
-                   "detail": _safe_cell(_detail(item, name, annotation.values, quotes_cache))}
+                   "detail": _safe_cell(taskforms.export_detail(
+                       name, annotation.values, _item_quotes(item, quotes_cache)))}
         if progress and (done % 200 == 0 or done == total):
             progress("rows", done, total)

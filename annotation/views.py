@@ -18,8 +18,8 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import arena_studies, exports, face_selectors, report_selectors, selectors
-from annotation.lib import reports
+from annotation import arena_studies, face_selectors, report_selectors, selectors
+from annotation.lib import exports, reports
 from annotation.lib.rendering import render_markdown
 from annotation.lib.report_plan import report_plan
 from annotation.services import annotations, handout, members, studies, study_exports

@@ -11,16 +11,6 @@ from dataclasses import dataclass
 
 from annotation.lib import taskforms
 
-FORM_FIELDS = {
-    taskforms.CITATION: "citation verdicts (Supported / Partial / Not supported) per quote",
-    taskforms.CHECKLIST: "the error checklist (which errors each response makes)",
-    taskforms.LIKERT: "the Likert scales",
-    taskforms.CORE: "CoRE's twelve factors and the overall score",
-    taskforms.FACE: "FACE's turn and dialogue aspects",
-    taskforms.RECOMMEND: "blind recommendation picks",
-    taskforms.PAIRWISE: "pairwise preferences (A, B or tie)",
-}
-
 
 @dataclass(frozen=True)
 class PlannedPart:
@@ -32,7 +22,7 @@ class PlannedPart:
 def report_plan(*, forms: list[str], overlap_k: int, items: int,
                 evaluators: int) -> list[PlannedPart]:
     """The report's parts, in page order, each with what it will show and what it needs."""
-    fields = [FORM_FIELDS[f] for f in forms if f in FORM_FIELDS]
+    fields = taskforms.report_fields(forms)
     full = overlap_k * items
     parts = [
         PlannedPart(
@@ -52,14 +42,8 @@ def report_plan(*, forms: list[str], overlap_k: int, items: int,
             "each annotator's label count, time per item, agreement with the others and gold "
             "accuracy", "one submitted label per annotator"),
     ]
-    if taskforms.CITATION in forms:
-        parts.append(PlannedPart(
-            "Citation precision", "the share of quotes judged Supported (and Partial)",
-            "one citation verdict on a response that quotes a review"))
-    if taskforms.RECOMMEND in forms:
-        parts.append(PlannedPart(
-            "Blind recommendation", "how often annotators pick the gold item or each other's",
-            "two annotators' picks on the same item"))
+    parts += [PlannedPart(part.title, part.shows, part.needs)
+              for part in taskforms.report_parts(forms)]
     parts.append(PlannedPart(
         "Metric–human correlation",
         "Pearson, Spearman and Kendall between each evaluator's scores and the mean human "

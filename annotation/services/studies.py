@@ -13,9 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
-from annotation.lib import blinding, sampling, taskforms
+from annotation.lib import blinding, form_registry, sampling, taskforms
 from evaluation.access import can_manage_benchmark
-from evaluation.lib.metrics.quotes import extract_quotes
 from evaluation.models import (
     Benchmark,
     Split,
@@ -46,14 +45,7 @@ class StudySpec:
     gold_count: int = 0
 
 
-FABRICATED_CLAIMS = (
-    "they even have a Michelin star and a rooftop pool",
-    "every guest gets free champagne at the door",
-    "the staff speak twelve languages fluently",
-    "open all night with live jazz every hour",
-    "the best view in the whole state, hands down",
-)
-
+FABRICATED_CLAIMS = taskforms.FABRICATED_CLAIMS  # (tests name them from here)
 
 RESERVED_SLUGS = {"new", "join", "metric-leaderboards"}  # fixed paths under /studies/
 
@@ -69,9 +61,10 @@ def unique_study_slug(title: str) -> str:
 
 
 def _validate_spec(*, benchmark: Benchmark, spec: StudySpec, likert_scales) -> list[Submission]:
-    unknown = set(spec.forms) - set(taskforms.ALL_FORMS)
+    unknown = set(spec.forms) - set(taskforms.keys())
     if not spec.forms or unknown:
         raise ValidationError("Enable at least one known task form.")
+    pairwise = set(spec.forms) & set(taskforms.keys_for_mode(StudyItem.Mode.PAIRWISE))
     if taskforms.LIKERT in spec.forms:
         errors = taskforms.validate_likert_scales(likert_scales)
         if errors:
@@ -83,7 +76,7 @@ def _validate_spec(*, benchmark: Benchmark, spec: StudySpec, likert_scales) -> l
                               "benchmark.")
     if not spec.include_reference and not submissions:
         raise ValidationError("Choose the reference responses, submissions, or both.")
-    if taskforms.PAIRWISE in spec.forms and (spec.include_reference + len(submissions)) < 2:
+    if pairwise and (spec.include_reference + len(submissions)) < 2:
         raise ValidationError("Pairwise preference needs at least two systems.")
     if spec.sample_size < 1:
         raise ValidationError("The sample needs at least one dialogue.")
@@ -156,9 +149,7 @@ class _ItemBuilder:
         self.items: list[StudyItem] = []
         self.entries: dict[tuple[str, str], BlindingEntry] = {}
         self._turns: dict[str, list[dict]] = {}
-        forms = set(study.forms)
-        self.response_forms = forms & set(taskforms.MODE_FORMS["response"])
-        self.conversation_forms = forms & set(taskforms.MODE_FORMS["conversation"])
+        self.modes = {form.mode for form in taskforms.enabled(study.forms)}
 
     # blinding ------------------------------------------------------------------------------
     def _letters(self, dialogue_id: str) -> None:
@@ -201,26 +192,25 @@ class _ItemBuilder:
 
     # items ---------------------------------------------------------------------------------
     def add_picks(self, picks: list[sampling.Pick]) -> None:
-        forms = set(self.study.forms)
         for pick in picks:
             dialogue = self.dialogues[pick.dialogue]
             context = [t for t in self.turns(pick.dialogue) if t["index"] < pick.turn_index]
             base = {"dialogue": dialogue, "turn_index": pick.turn_index}
-            if self.response_forms:
+            if StudyItem.Mode.RESPONSE in self.modes:
                 for key in pick.sources:
                     self._new(mode=StudyItem.Mode.RESPONSE, context=context, **base,
                               **self._response_fields(pick.dialogue, pick.turn_index, key))
-            if self.conversation_forms:
+            if StudyItem.Mode.CONVERSATION in self.modes:
                 for key in pick.sources:
                     self._new(mode=StudyItem.Mode.CONVERSATION, dialogue=dialogue,
                               turn_index=None, context=self._conversation(pick.dialogue, key),
                               system_id=self.sources[key].system_id,
                               submission_id=self.sources[key].submission_id,
                               blind=self._entry(pick.dialogue, key))
-            if taskforms.RECOMMEND in forms:
+            if StudyItem.Mode.RECOMMEND in self.modes:
                 self._new(mode=StudyItem.Mode.RECOMMEND, context=context, **base,
                           reference=self._gold_items(pick.dialogue, pick.turn_index))
-            if taskforms.PAIRWISE in forms:
+            if StudyItem.Mode.PAIRWISE in self.modes:
                 for a, b in combinations(pick.sources, 2):
                     self._new(mode=StudyItem.Mode.PAIRWISE, context=context, **base,
                               **self._response_fields(pick.dialogue, pick.turn_index, a),
@@ -257,12 +247,9 @@ class _ItemBuilder:
         return {"gold_item_ids": found["gold"], "alternative_item_ids": found["alternative"]}
 
     def add_calibration_and_gold(self, *, units, calibration: int, gold: int, seed: int) -> dict:
-        """Items with known answers, built from reference turns the sample does not use.
-
-        Citation check: the reference response as it is (every quote Supported) or with one
-        quote replaced by a fabricated claim (that quote Not supported). Blind recommendation:
-        the turn's gold and alternative items are the acceptable picks.
-        """
+        """Items with known answers, built from reference turns the sample does not use, by
+        each enabled form that offers them (`TaskForm.known_answers`: the citation check's
+        response with or without a fabricated claim, blind recommendation's gold picks)."""
         rng = random.Random(f"{seed}:known-answers")
         usable = [u for u in units
                   if self.reference.responses[(u.dialogue, u.turn_index)]["citations"]]
@@ -271,45 +258,40 @@ class _ItemBuilder:
         wanted = [StudyItem.Kind.CALIBRATION] * calibration + [StudyItem.Kind.GOLD] * gold
         if not wanted or not usable:
             return counts
+        forms = [form for form in taskforms.enabled(self.study.forms)
+                 if form.offers_known_answers]
         for n, kind in enumerate(wanted):
             unit = usable[n % len(usable)]
-            built = False
-            if taskforms.CITATION in self.study.forms:
-                self._known_response(unit, kind, corrupt=n % 2 == 1, rng=rng)
-                built = True
-            if taskforms.RECOMMEND in self.study.forms:
-                self._known_recommendation(unit, kind)
-                built = True
-            counts[f"{kind}_items"] += built
+            for form in forms:
+                self._known_item(form, unit, kind, corrupt=n % 2 == 1, rng=rng)
+            counts[f"{kind}_items"] += bool(forms)
         return counts
 
-    def _known_response(self, unit, kind, *, corrupt: bool, rng: random.Random) -> None:
-        response = self.reference.responses[(unit.dialogue, unit.turn_index)]
-        text = response["text"]
-        quotes = extract_quotes(text)
-        expected = {f"citation.{i}": "supported" for i in range(len(quotes))}
-        how = "reference response, unchanged"
-        if corrupt and quotes:
-            claim = rng.choice(FABRICATED_CLAIMS)
-            first = quotes[0]
-            text = text[:first.start] + claim + text[first.end:]
-            expected["citation.0"] = "not_supported"
-            how = f"reference response with quote 1 replaced by a fabricated claim: {claim!r}"
-        context = [t for t in self.turns(unit.dialogue) if t["index"] < unit.turn_index]
-        self._new(mode=StudyItem.Mode.RESPONSE, kind=kind, dialogue=self.dialogues[unit.dialogue],
-                  turn_index=unit.turn_index, context=context, response_text=text,
-                  citations=response["citations"], blind=self._entry(unit.dialogue, REFERENCE),
-                  expected=expected, reference={"built_from": how}, target_labels=1)
-
-    def _known_recommendation(self, unit, kind) -> None:
-        facts = self._gold_items(unit.dialogue, unit.turn_index)
-        acceptable = facts["gold_item_ids"] + facts["alternative_item_ids"]
-        if not acceptable:
+    def _known_item(self, form, unit, kind, *, corrupt: bool, rng: random.Random) -> None:
+        """FORM's practice or gold item on a reference turn (response and recommend items)."""
+        key = (unit.dialogue, unit.turn_index)
+        if form.mode == StudyItem.Mode.RECOMMEND:
+            facts = self._gold_items(*key)
+            acceptable = tuple(facts["gold_item_ids"] + facts["alternative_item_ids"])
+            answers = form.known_answers(form_registry.KnownFacts(acceptable=acceptable),
+                                         corrupt=corrupt, rng=rng)
+            extra = {"reference": facts}
+        elif form.mode == StudyItem.Mode.RESPONSE:
+            response = self.reference.responses[key]
+            answers = form.known_answers(form_registry.KnownFacts(text=response["text"]),
+                                         corrupt=corrupt, rng=rng)
+            extra = {"citations": response["citations"],
+                     "blind": self._entry(unit.dialogue, REFERENCE)}
+        else:
             return
+        if answers is None:
+            return
+        if form.mode == StudyItem.Mode.RESPONSE:
+            extra.update(response_text=answers.text, reference={"built_from": answers.how})
         context = [t for t in self.turns(unit.dialogue) if t["index"] < unit.turn_index]
-        self._new(mode=StudyItem.Mode.RECOMMEND, kind=kind, dialogue=self.dialogues[unit.dialogue],
-                  turn_index=unit.turn_index, context=context, reference=facts,
-                  expected={"recommend.items": acceptable}, target_labels=1)
+        self._new(mode=form.mode, kind=kind, dialogue=self.dialogues[unit.dialogue],
+                  turn_index=unit.turn_index, context=context, expected=answers.expected,
+                  target_labels=1, **extra)
 
     def save(self) -> None:
         BlindingEntry.objects.bulk_create(self.entries.values())
@@ -326,8 +308,8 @@ class _ItemBuilder:
 
 
 def default_instructions(forms: Iterable[str]) -> str:
-    """Instructions in Markdown for the enabled forms (our wording of the seeds' protocols)."""
-    forms = set(forms)
+    """Instructions in Markdown for the enabled forms (our wording of the seeds' protocols;
+    each form's paragraph is its `instructions`)."""
     parts = [
         "# What you will do\n",
         "You will judge answers of conversational recommender systems for tourism. Each system "
@@ -336,43 +318,7 @@ def default_instructions(forms: Iterable[str]) -> str:
         "Read the **whole conversation** before you judge. Judge only from what is shown; do "
         "not look the places up.\n",
     ]
-    if forms & {taskforms.CITATION, taskforms.CHECKLIST, taskforms.LIKERT}:
-        parts.append("## Judging a response\n")
-        if taskforms.CITATION in forms:
-            parts.append(
-                "- **Citation check.** Every quoted phrase is listed. Open the referenced "
-                "reviews and look for it. *Supported*: the text (or a very close match) is there "
-                "and backs the claim. *Partial*: it is there but out of context or backs only part "
-                "of the claim. *Not supported*: you cannot find it. When unsure, choose "
-                "*Partial*.\n")
-        if taskforms.CHECKLIST in forms:
-            parts.append(
-                "- **Error checklist.** Tick every problem you see. *No errors* means the "
-                "response is fine and cannot be combined with anything else.\n")
-        if taskforms.LIKERT in forms:
-            parts.append("- **Ratings.** Use the whole scale; rate each aspect on its own "
-                         "(a fluent answer can still cite badly).\n")
-    if forms & {taskforms.CORE, taskforms.FACE}:
-        parts.append("## Judging a conversation\n")
-        if taskforms.FACE in forms:
-            parts.append("- Rate **each system turn** for relevance and interestingness, then "
-                         "the conversation as a whole.\n")
-        if taskforms.CORE in forms:
-            parts.append("- Score the twelve factors from 0 to 4 (open a factor to read its "
-                         "definition) and say how likely you would be to use the system "
-                         "(0–100).\n")
-    if taskforms.RECOMMEND in forms:
-        parts.append(
-            "## Writing your own recommendation\n"
-            "You see the conversation up to where the system would recommend, the user's "
-            "request highlighted in blue, and the candidate places. Pick 1–3 places. Select a "
-            "phrase inside a review and press **+ Add quote**: the quote, its review and "
-            "position are kept exactly, and a sentence is added to your text, which you can "
-            "edit. You never see what any system answered.\n")
-    if taskforms.PAIRWISE in forms:
-        parts.append("## Comparing two responses\n"
-                     "Two responses to the same moment are shown side by side. Say which is "
-                     "better, or that they are tied, and why if you like.\n")
+    parts += taskforms.instructions(forms)
     parts.append("## Good to know\n"
                  "- Your work is saved as you go; you can close the page and come back.\n"
                  "- Use the comment box for anything unusual, and **Flag item** if an item is "

@@ -12,6 +12,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.text import slugify
 
+from annotation.lib import exports
 from evaluation.models import (
     Job,
 )
@@ -84,7 +85,7 @@ def study_bundle_write(*, study: Study, path: Path, progress=None) -> dict:
     """The paper bundle (formats.md §6): annotations CSV, agreement JSON/CSV/LaTeX, correlation
     tables of every evaluator with runs on the benchmark, factor coupling, the study
     configuration and a README saying how each number was computed."""
-    from .. import exports, report_selectors
+    from .. import report_selectors
 
     progress = progress or (lambda stage, done, total: None)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from annotation import exports
-from annotation.lib import reports
+from annotation.lib import exports, reports
 from annotation.lib.labels import FieldSpec, LabelRow, LabelTable, NativeItem, native_rows
 from evaluation.lib import charts
 

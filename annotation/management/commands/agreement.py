@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import exports
+from annotation.lib import exports
 from annotation.report_selectors import study_agreement
 
 from ._common import get_study, write_output

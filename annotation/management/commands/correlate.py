@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import exports
+from annotation.lib import exports
 from annotation.report_selectors import resolve_evaluator, resolve_grouping, study_correlation
 
 from ._common import get_study, write_output
