@@ -33,7 +33,7 @@ from evaluation.lib.formats.judgments import read_judgments, read_scores
 from evaluation.lib.formats.public import import_public
 from evaluation.lib.formats.submission import LOG, iter_log_records
 from evaluation.lib.metrics import reference_free
-from evaluation.lib.rankers.embeddings import EmbeddingsUnavailable, shared_encoder
+from evaluation.lib.rankers.embeddings import shared_encoder
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.models import (
     Benchmark,
@@ -45,8 +45,10 @@ from evaluation.models import (
     System,
     UnitScore,
 )
+from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.arena import arena_import_votes
 from evaluation.services.benchmarks import benchmark_create_from_bundle
+from evaluation.services.jobs import QueueUnavailable, job_create
 from evaluation.services.submissions import submission_create, system_create
 
 from .models import FIELD_LEVELS, ImportedField, ImportedLabel, Study
@@ -56,6 +58,8 @@ from .services.validation import study_validations_refresh_enqueue, validations_
 
 EXTERNAL_PREFIX = "external:"
 EXTERNAL_AXIS = "external"
+EMBEDDING_TASK = "annotation.tasks.reference_free_embedding_job"
+UNIT_KEYS = ("unit_type", "unit_id", "dialogue_id", "turn_index", "system")
 
 
 # --- systems and log submissions -----------------------------------------------------------------
@@ -182,8 +186,8 @@ def public_dataset_import(*, name: str, path: Path, author, benchmark_slug: str 
                                  "comments": len(result.comments), "notes": result.notes}})
         _store_fields(study, result.fields)
         labels = _store_labels(study, result.labels, where)
-        baselines = reference_free_runs_store(benchmark=benchmark, units=result.units,
-                                              dialogues=bundle.dialogues, user=author)
+        baselines, embedding_job = reference_free_runs_store(
+            benchmark=benchmark, units=result.units, dialogues=bundle.dialogues, user=author)
         arena = None
         if result.votes:
             arena = arena_import_votes(
@@ -197,7 +201,8 @@ def public_dataset_import(*, name: str, path: Path, author, benchmark_slug: str 
                "submissions": len(created), "labels": labels, "fields": len(result.fields),
                "annotators": len(result.annotators()), "notes": result.notes,
                "arena": arena.slug if arena else None, "votes": len(result.votes),
-               "reference_free_runs": len(baselines)}
+               "reference_free_runs": len(baselines),
+               "embedding_job": embedding_job.pk if embedding_job else None}
     study_validations_refresh_enqueue(study=study)  # the trust column's numbers
     return benchmark, study, summary
 
@@ -393,34 +398,67 @@ def _run_store(*, submission: Submission, evaluator: str, version: str, records:
     return run
 
 
-def reference_free_runs_store(*, benchmark: Benchmark, units: list[dict],
-                              dialogues: list[dict], user) -> list[Run]:
-    """The reference-free baselines (`evaluation.lib.metrics.reference_free`) on every labelled
-    unit of an imported data set, one run per system, so its metric leaderboard and the trust
-    column rank them against the human labels from the start. The embedding metric is left
-    out, with the reason in the runs' configuration, when the model cannot be loaded."""
+def _reference_free_units(units: list[dict]):
     turns = [reference_free.TurnUnit(u["unit_id"], u["dialogue_id"], u["turn_index"],
                                      u.get("system")) for u in units
              if u["unit_type"] == "turn" and u.get("turn_index") is not None]
     whole = [reference_free.DialogueUnit(u["unit_id"], u["dialogue_id"], u.get("system"))
              for u in units if u["unit_type"] == "dialogue"]
-    try:
-        encoder, missing = shared_encoder(), ""
-        encoder.model  # noqa: B018 (load now: a model that cannot load leaves the metric out)
-    except EmbeddingsUnavailable as exc:
-        encoder, missing = None, str(exc)[:300]
-    records = reference_free.score_units({d["id"]: d for d in dialogues}, turns, whole, encoder)
+    return turns, whole
+
+
+def _reference_free_store(*, benchmark: Benchmark, records: list[dict], evaluator: str,
+                          user, config: dict) -> list[Run]:
     if not records:
         return []
-    groups = _group_by_submission(records, UnitIndex(benchmark), benchmark, user, [],
-                                  reference_free.EVALUATOR)
-    config = {"embedding_model": "all-MiniLM-L6-v2" if encoder else None,
-              "embedding_unavailable": missing}
-    return [_run_store(submission=submission, evaluator=reference_free.EVALUATOR,
+    groups = _group_by_submission(records, UnitIndex(benchmark), benchmark, user, [], evaluator)
+    return [_run_store(submission=submission, evaluator=evaluator,
                        version=reference_free.VERSION, records=mine, user=user,
                        direction=MetricSummary.Direction.HIGHER, axis=reference_free.EVALUATOR,
-                       config=config, params={"reference_free": True})
+                       config=config, params={"reference_free": evaluator})
             for submission, mine in groups.values()]
+
+
+def reference_free_runs_store(*, benchmark: Benchmark, units: list[dict],
+                              dialogues: list[dict], user) -> tuple[list[Run], Job | None]:
+    """The reference-free baselines (`evaluation.lib.metrics.reference_free`) on every labelled
+    unit of an imported data set, one run per system, so its metric leaderboard and the trust
+    column rank them against the human labels from the start: the lexical ones now, the
+    embedding one in a worker job (it runs a sentence model on every answer), returned here;
+    None when the queue is unavailable (the import goes on without it)."""
+    turns, whole = _reference_free_units(units)
+    records = reference_free.lexical_records({d["id"]: d for d in dialogues}, turns, whole)
+    runs = _reference_free_store(benchmark=benchmark, records=records, user=user,
+                                 evaluator=reference_free.EVALUATOR, config={})
+    if not records:
+        return runs, None
+    scored = [u for u in units if u["unit_type"] == "dialogue" or u.get("turn_index") is not None]
+    try:
+        job = job_create(kind=Job.Kind.EVALUATION, user=user, task=EMBEDDING_TASK, params={
+            "reference_free_embedding": benchmark.pk,
+            "units": [{key: u.get(key) for key in UNIT_KEYS} for u in scored]})
+    except QueueUnavailable:
+        job = None
+    return runs, job
+
+
+def reference_free_embedding_process(*, job: Job, progress) -> dict:
+    """The embedding baseline of an import (`reference_free_runs_store`) as runs."""
+    benchmark = Benchmark.objects.filter(pk=job.params["reference_free_embedding"]).first()
+    if benchmark is None:
+        raise ValueError("the benchmark no longer exists")
+    turns, whole = _reference_free_units(job.params["units"])
+    dialogues = {d["id"]: d for d in benchmark_bundle(benchmark=benchmark).dialogues}
+    records = reference_free.embedding_records(
+        dialogues, turns, whole, shared_encoder(),
+        progress=lambda done, total: progress("embeddings", done, total))
+    with transaction.atomic():
+        runs = _reference_free_store(
+            benchmark=benchmark, records=records, user=job.created_by,
+            evaluator=reference_free.EMBEDDING_EVALUATOR,
+            config={"embedding_model": "all-MiniLM-L6-v2"})
+        validations_refresh_enqueue(benchmark_id=benchmark.pk)
+    return {"runs": len(runs), "values": len(records)}
 
 
 @transaction.atomic

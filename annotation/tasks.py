@@ -2,8 +2,10 @@
 
 from celery import shared_task
 
+from evaluation.lib.rankers.embeddings import EmbeddingsUnavailable
 from evaluation.services.jobs import job_begin, job_finish, job_progress
 
+from .imports import reference_free_embedding_process
 from .models import Study
 from .services.study_exports import (
     export_is_bundle,
@@ -44,3 +46,18 @@ def refresh_validations_job(benchmark_id: int | None, study_id: int | None) -> N
         if study_id is not None else None
     if study is not None:
         metric_validations_refresh(study=study)
+
+
+@shared_task(acks_late=True)
+def reference_free_embedding_job(job_id: int) -> None:
+    """The embedding baseline of an imported data set (annotation.imports)."""
+    job = job_begin(job_id)
+    if job is None:
+        return
+    try:
+        result = reference_free_embedding_process(
+            job=job, progress=lambda stage, done, total: job_progress(job_id, stage, done, total))
+    except (ValueError, EmbeddingsUnavailable) as exc:
+        job_finish(job_id, error=str(exc)[:500])
+        return
+    job_finish(job_id, result=result)

@@ -14,7 +14,9 @@ answer and no LLM:
   ``evaluation.lib.rankers.embeddings``).
 
 A dialogue's score for each is the mean over its scored system turns. None of them is "higher is
-better" by definition: the metric leaderboard finds how each correlates with people.
+better" by definition: the metric leaderboard finds how each correlates with people. The lexical
+metrics are evaluator ``reference_free`` (milliseconds: run at import); the embedding metric is
+evaluator ``reference_free_embedding`` (a sentence model on every answer: run by a worker).
 Pure Python and numpy; the embedding model is passed in (an object with ``encode``).
 """
 
@@ -27,7 +29,8 @@ from typing import Protocol
 
 import numpy as np
 
-EVALUATOR = "reference_free"
+EVALUATOR = "reference_free"  # the lexical metrics, run at import
+EMBEDDING_EVALUATOR = "reference_free_embedding"  # the embedding metric, run by a worker
 VERSION = "1.0.0"
 LEXICAL_METRICS = ("length", "distinct_1", "distinct_2", "context_overlap")
 EMBEDDING_METRIC = "embedding_similarity"
@@ -102,55 +105,63 @@ def _turn_context(turns: Sequence[dict], index: int) -> tuple[str, list[str], st
     return turns[position].get("text") or "", before, person
 
 
-def score_units(dialogues: dict[str, dict], turns: Sequence[TurnUnit],
-                dialogue_units: Sequence[DialogueUnit],
-                encoder: Encoder | None = None) -> list[dict]:
-    """Score records {unit_type, unit_id, dialogue_id, system, metric, value} for every unit
-    that can be scored: labelled turns by their own text, labelled dialogues by the mean over
-    their system turns. Without ENCODER the embedding metric is left out."""
-    records: list[dict] = []
-    texts: list[tuple[dict, str, str]] = []
+def _answers(dialogues: dict[str, dict], turns: Sequence[TurnUnit],
+             dialogue_units: Sequence[DialogueUnit]):
+    """(record base, answer, texts before it, the person's last turn) of every answer a unit
+    scores: a labelled turn's own, and each system turn of a labelled dialogue."""
     for unit in turns:
         dialogue = dialogues.get(unit.dialogue_id)
         found = _turn_context(dialogue["turns"], unit.turn_index) if dialogue else None
-        if found is None:
-            continue
-        answer, before, person = found
-        base = {"unit_type": "turn", "unit_id": unit.unit_id, "dialogue_id": unit.dialogue_id,
-                "system": unit.system}
-        records += [{**base, "metric": m, "value": v}
-                    for m, v in lexical_scores(answer, before).items()]
-        if encoder is not None and answer.strip() and person.strip():
-            texts.append((base, person, answer))
+        if found is not None:
+            yield ({"unit_type": "turn", "unit_id": unit.unit_id,
+                    "dialogue_id": unit.dialogue_id, "system": unit.system}, *found)
     for unit in dialogue_units:
         dialogue = dialogues.get(unit.dialogue_id)
         if not dialogue:
             continue
-        per_turn = [_turn_context(dialogue["turns"], turn.get("index"))
-                    for turn in dialogue["turns"] if turn.get("role") in SYSTEM_ROLES]
-        per_turn = [found for found in per_turn if found is not None]
         base = {"unit_type": "dialogue", "unit_id": unit.unit_id,
                 "dialogue_id": unit.dialogue_id, "system": unit.system}
-        sums: dict[str, list[float]] = {}
-        for answer, before, _person in per_turn:
-            for metric, value in lexical_scores(answer, before).items():
-                sums.setdefault(metric, []).append(value)
-        records += [{**base, "metric": m, "value": float(np.mean(v))} for m, v in sums.items()]
-        if encoder is not None:
-            texts += [(base, person, answer) for answer, _before, person in per_turn
-                      if answer.strip() and person.strip()]
-    if texts:
-        records += _embedding_records(texts, encoder)
-    return records
+        for turn in dialogue["turns"]:
+            found = (_turn_context(dialogue["turns"], turn.get("index"))
+                     if turn.get("role") in SYSTEM_ROLES else None)
+            if found is not None:
+                yield (base, *found)
 
 
-def _embedding_records(texts: list[tuple[dict, str, str]], encoder: Encoder) -> list[dict]:
-    people = encoder.encode([person for _, person, _ in texts])
-    answers = encoder.encode([answer for _, _, answer in texts])
-    similarity = np.einsum("ij,ij->i", people, answers)
-    by_unit: dict[tuple[str, str], tuple[dict, list[float]]] = {}
-    for (base, _, _), value in zip(texts, similarity, strict=True):
-        by_unit.setdefault((base["unit_type"], base["unit_id"]), (base, []))[1].append(
-            float(value))
-    return [{**base, "metric": EMBEDDING_METRIC, "value": float(np.mean(values))}
-            for base, values in by_unit.values()]
+def _unit_means(pairs: Iterable[tuple[dict, str, float]]) -> list[dict]:
+    """One record per (unit, metric): the mean of its answers' values."""
+    by_key: dict[tuple, tuple[dict, list[float]]] = {}
+    for base, metric, value in pairs:
+        key = (base["unit_type"], base["unit_id"], metric)
+        by_key.setdefault(key, ({**base, "metric": metric}, []))[1].append(value)
+    return [{**record, "value": float(np.mean(values))} for record, values in by_key.values()]
+
+
+def lexical_records(dialogues: dict[str, dict], turns: Sequence[TurnUnit],
+                    dialogue_units: Sequence[DialogueUnit]) -> list[dict]:
+    """Score records {unit_type, unit_id, dialogue_id, system, metric, value} of the lexical
+    metrics for every unit that can be scored: a labelled turn by its own text, a labelled
+    dialogue by the mean over its system turns."""
+    return _unit_means((base, metric, value)
+                       for base, answer, before, _ in _answers(dialogues, turns, dialogue_units)
+                       for metric, value in lexical_scores(answer, before).items())
+
+
+def embedding_records(dialogues: dict[str, dict], turns: Sequence[TurnUnit],
+                      dialogue_units: Sequence[DialogueUnit], encoder: Encoder,
+                      progress=None, batch: int = 256) -> list[dict]:
+    """The embedding metric's records, like `lexical_records`; PROGRESS(done, total) is called
+    after every BATCH answers (the encoder takes most of the time)."""
+    pairs = [(base, person, answer) for base, answer, _, person
+             in _answers(dialogues, turns, dialogue_units) if answer.strip() and person.strip()]
+    values: list[tuple[dict, str, float]] = []
+    for start in range(0, len(pairs), batch):
+        chunk = pairs[start:start + batch]
+        people = encoder.encode([person for _, person, _ in chunk])
+        answers = encoder.encode([answer for _, _, answer in chunk])
+        similarity = np.einsum("ij,ij->i", people, answers)
+        values += [(base, EMBEDDING_METRIC, float(s))
+                   for (base, _, _), s in zip(chunk, similarity, strict=True)]
+        if progress is not None:
+            progress(start + len(chunk), len(pairs))
+    return _unit_means(values)
