@@ -115,6 +115,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.MalformedUrlMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.OversizedUploadMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
