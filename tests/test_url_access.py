@@ -282,5 +282,8 @@ def test_a_nul_byte_or_invalid_utf8_in_any_url_answers_400(client, staff, tiny_b
                                     "not UTF-8."}
     page = client.get("/benchmarks/?q=%00")
     assert page["Content-Type"] == "text/plain; charset=utf-8"
+    # a path that spells NUL with an escaped percent sign is refused too; a lone % is not
+    assert client.get("/benchmarks/tiny%2500/").status_code == 400
+    assert client.get("/benchmarks/?q=50%25").status_code == 200
     # well-formed text outside ASCII is not refused
     assert client.get("/benchmarks/?q=%C3%A9t%C3%A9").status_code == 200
