@@ -1,5 +1,7 @@
 """Site-wide answers to failures that any view can meet (docs/operations.md, "Failure modes")."""
 
+from urllib.parse import unquote_to_bytes
+
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
@@ -26,6 +28,54 @@ def _failure(request, *, status: int, message: str, template: str, title: str,
         return HttpResponse(fragment, status=status, headers=headers)
     return HttpResponse(render_to_string("failure.html", {"title": title, "fragment": fragment},
                                          request=request), status=status, headers=headers)
+
+
+MALFORMED_URL_MESSAGE = "Bad request: the URL holds a NUL byte or bytes that are not UTF-8."
+
+
+def _raw(meta, key: str) -> bytes:
+    """META[KEY] as the bytes the client sent: a WSGI server passes them as latin-1 text; an
+    ASGI server's path is already decoded text, encoded back here as UTF-8."""
+    value = meta.get(key, "")
+    try:
+        return value.encode("iso-8859-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+
+
+def _url_is_malformed(meta) -> bool:
+    """Whether the path or the decoded query string holds a NUL byte or invalid UTF-8.
+
+    Django has already decoded the path and written its bytes that are not UTF-8 back as `%XX`
+    (request.META["PATH_INFO"]), so the path's escapes are decoded here once more: a path that
+    spells such bytes or NUL as a literal `%25XX` is refused too."""
+    path = unquote_to_bytes(_raw(meta, "PATH_INFO"))
+    for raw in (path, unquote_to_bytes(_raw(meta, "QUERY_STRING"))):
+        if b"\0" in raw:
+            return True
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+    return False
+
+
+class MalformedUrlMiddleware:
+    """A URL whose path or query string holds a NUL byte (`%00`) or bytes that are not UTF-8
+    (`%ff`) is answered 400 with one plain sentence (JSON under /api/), before anything reads
+    it: no view, form or query has to expect them (PostgreSQL refuses NUL in text, which would
+    otherwise be a 500 wherever a URL's text reaches a query)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not _url_is_malformed(request.META):
+            return self.get_response(request)
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": MALFORMED_URL_MESSAGE}, status=400)
+        return HttpResponse(MALFORMED_URL_MESSAGE, status=400,
+                            content_type="text/plain; charset=utf-8")
 
 
 class OversizedUploadMiddleware:

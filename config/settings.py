@@ -115,6 +115,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.MalformedUrlMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.OversizedUploadMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -276,8 +277,23 @@ _CACHE_URL = "" if TESTING else env_str("CONCORD_CACHE_URL") or (
     env_str("CELERY_BROKER_URL") if env_str("CELERY_BROKER_URL").startswith("redis://") else "")
 CACHES["throttle"] = (
     {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL,
-     "KEY_PREFIX": "concord"} if _CACHE_URL else
+     "KEY_PREFIX": "concord",
+     # a dead server costs a request at most a second before the fallback takes over
+     "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}} if _CACHE_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"})
+
+# --- client addresses and Redis outages (config/throttle.py; docs/operations.md, "Client
+# addresses, proxies and Redis outages") ----------------------------------------------------
+# How many reverse proxies in front of the web processes append the address they received from
+# to X-Forwarded-For: the client is that header's Nth entry from the right. 0 (direct): the
+# header is ignored and the client is the connection's address (REMOTE_ADDR).
+TRUSTED_PROXIES = env_int("CONCORD_TRUSTED_PROXIES", 0)
+if TRUSTED_PROXIES < 0:
+    raise ImproperlyConfigured(f"CONCORD_TRUSTED_PROXIES={TRUSTED_PROXIES} must be 0 or more")
+# Where the throttle counts go while the "throttle" cache's Redis server does not answer: this
+# process's memory (limits then hold per web process), never an error page.
+CACHES["throttle-fallback"] = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                               "LOCATION": "throttle-fallback"}
 
 # --- Celery ---------------------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"

@@ -6,11 +6,20 @@ password, until the window ends; the answer says how long to wait. Counting per 
 address keeps an attacker from locking a user out from elsewhere, and a success clears the
 count. The counts live in the "throttle" cache (Redis in service mode, shared by every web
 process; process memory in the embedded mode, which runs one web process).
+
+When that Redis server does not answer, the counts go to process memory (the "throttle-fallback"
+cache) with a logged warning, and Redis is tried again after RETRY_SECONDS: every limit stays in
+force, per web process instead of site-wide, and no request fails (docs/operations.md, "Client
+addresses, proxies and Redis outages"). A client is known by `client_address`, which reads
+X-Forwarded-For only as far as CONCORD_TRUSTED_PROXIES says.
 """
 
 import hashlib
+import ipaddress
+import logging
 import math
 import time
+from collections.abc import Callable
 
 from django import forms
 from django.conf import settings
@@ -19,16 +28,75 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import caches
 
+logger = logging.getLogger(__name__)
+
+# After the throttle cache's server failed, this process counts in memory for this long before
+# it tries the server again (so an outage costs one refused connection per process and period).
+RETRY_SECONDS = 30
+_DOWN_KEY = "throttle-primary-down"
+
+
+# --- who the client is ------------------------------------------------------------------------
+
+
+def client_address(request) -> str:
+    """The client's IP address. Directly reachable (CONCORD_TRUSTED_PROXIES=0) that is
+    REMOTE_ADDR, and X-Forwarded-For is ignored: anyone can write it. Behind N trusted reverse
+    proxies, each appending the address it received from to X-Forwarded-For, the client is the
+    Nth entry from the right (entries further left are the client's own claims). A missing,
+    too short or malformed header gives REMOTE_ADDR."""
+    remote = request.META.get("REMOTE_ADDR", "")
+    hops = settings.TRUSTED_PROXIES
+    if not hops:
+        return remote
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
+    if len(forwarded) < hops:
+        return remote
+    try:
+        return str(ipaddress.ip_address(forwarded[-hops].strip()))
+    except ValueError:
+        return remote
+
+
+# --- the throttle cache, and what happens when its server is down ---------------------------
+
+
+def _unavailable_errors() -> tuple[type[Exception], ...]:
+    """What the throttle cache raises when its server does not answer (none in memory)."""
+    if "redis" not in type(caches["throttle"]).__module__:
+        return ()
+    from redis.exceptions import RedisError  # only in service mode: redis is a client import
+
+    return (RedisError,)
+
+
+def _on_cache(operation: Callable):
+    """OPERATION(cache) on the throttle cache; on process memory, with a warning, when its
+    server does not answer (and for RETRY_SECONDS after, without trying it)."""
+    fallback = caches["throttle-fallback"]
+    if not fallback.get(_DOWN_KEY):
+        try:
+            return operation(caches["throttle"])
+        except _unavailable_errors() as error:
+            logger.warning("throttle cache unavailable (%s: %s); login and arena limits are "
+                           "counted per web process for %s s", type(error).__name__, error,
+                           RETRY_SECONDS)
+            fallback.set(_DOWN_KEY, True, timeout=RETRY_SECONDS)
+    return operation(fallback)
+
+
+# --- login throttling -------------------------------------------------------------------------
+
 
 def _key(username: str, request) -> str:
-    address = request.META.get("REMOTE_ADDR", "") if request is not None else ""
+    address = client_address(request) if request is not None else ""
     digest = hashlib.sha256(f"{username.strip().lower()}\0{address}".encode()).hexdigest()
     return f"login-failures:{digest}"
 
 
 def login_wait_seconds(username: str, request) -> int:
     """Seconds until USERNAME may try again from REQUEST's address (0: now)."""
-    entry = caches["throttle"].get(_key(username, request))
+    entry = _on_cache(lambda cache: cache.get(_key(username, request)))
     if not entry or entry["count"] < settings.LOGIN_FAILURE_LIMIT:
         return 0
     return max(1, math.ceil(entry["until"] - time.time()))
@@ -41,15 +109,19 @@ def login_wait_message(seconds: int) -> str:
 
 
 def login_failed(username: str, request) -> None:
-    cache, key = caches["throttle"], _key(username, request)
-    window = settings.LOGIN_FAILURE_WINDOW_SECONDS
-    entry = cache.get(key) or {"count": 0, "until": time.time() + window}
-    entry["count"] += 1
-    cache.set(key, entry, timeout=max(1, math.ceil(entry["until"] - time.time())))
+    key, window = _key(username, request), settings.LOGIN_FAILURE_WINDOW_SECONDS
+
+    def count(cache) -> None:
+        entry = cache.get(key) or {"count": 0, "until": time.time() + window}
+        entry["count"] += 1
+        cache.set(key, entry, timeout=max(1, math.ceil(entry["until"] - time.time())))
+
+    _on_cache(count)
 
 
 def login_succeeded(username: str, request) -> None:
-    caches["throttle"].delete(_key(username, request))
+    key = _key(username, request)
+    _on_cache(lambda cache: cache.delete(key))
 
 
 # --- the web forms (the site's and the admin's) ---------------------------------------------
@@ -98,7 +170,7 @@ class ThrottledLoginView(auth_views.LoginView):
 
 def address_hash(request) -> str:
     """A stable, non-reversible handle of the client address (keyed by the site secret)."""
-    address = request.META.get("REMOTE_ADDR", "")
+    address = client_address(request)
     return hashlib.sha256(f"{settings.SECRET_KEY}\0address\0{address}".encode()).hexdigest()
 
 
@@ -112,13 +184,17 @@ def rate_limit_take(scope: str, ident: str, *, limit: int, window: int) -> int:
     now = time.time()
     slot = int(now // window)
     digest = hashlib.sha256(f"{scope}\0{ident}".encode()).hexdigest()
-    key, cache = f"rate:{scope}:{slot}:{digest}", caches["throttle"]
-    cache.add(key, 0, timeout=window + 1)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, timeout=window + 1)
-        count = 1
+    key = f"rate:{scope}:{slot}:{digest}"
+
+    def take(cache) -> int:
+        cache.add(key, 0, timeout=window + 1)
+        try:
+            return cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.add(key, 1, timeout=window + 1)
+            return 1
+
+    count = _on_cache(take)
     if count <= limit:
         return 0
     return max(1, math.ceil((slot + 1) * window - now))

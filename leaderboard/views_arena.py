@@ -2,7 +2,8 @@
 
 Nothing a page, fragment, header or URL of a battle carries says which system is which before
 the vote: battles are addressed by a random UUID, replies by message number and side, errors by
-their kind only. Rate limits (config.throttle) count per browser session and per address.
+their kind only. Rate limits (config.throttle) count per browser session, per account when logged
+in, and per client address (config.throttle.client_address).
 """
 
 from django.conf import settings
@@ -34,18 +35,25 @@ from evaluation.services.arena import (
 WINDOW = 3600
 
 
-def _throttled(request, scope: str, per_session: int, per_address: int) -> int:
-    """Seconds to wait when the session or the address is over SCOPE's hourly limit (a
-    request the session's limit refuses does not count against the address)."""
-    return (rate_limit_take(f"arena-{scope}-session", request.session.session_key or "",
-                            limit=per_session, window=WINDOW)
-            or rate_limit_take(f"arena-{scope}-address", address_hash(request),
-                               limit=per_address, window=WINDOW))
+def _throttled(request, scope: str, per_session: int, per_address: int,
+               user_id: int | None) -> int:
+    """Seconds to wait when the session, the account USER_ID (logged in: the session's limit,
+    however many browsers it uses) or the client address is over SCOPE's hourly limit (a
+    request one limit refuses does not count against the next)."""
+    counters = [("session", request.session.session_key or "", per_session)]
+    if user_id is not None:
+        counters.append(("user", str(user_id), per_session))
+    counters.append(("address", address_hash(request), per_address))
+    for kind, ident, limit in counters:
+        wait = rate_limit_take(f"arena-{scope}-{kind}", ident, limit=limit, window=WINDOW)
+        if wait:
+            return wait
+    return 0
 
 
 def _too_many(request, wait: int, template: str, context: dict) -> HttpResponse:
     minutes = -(-wait // 60)
-    context["error"] = (f"Too many requests from this browser or address. Try again in "
+    context["error"] = (f"Too many requests from this browser, account or address. Try again in "
                         f"{minutes} minute{'s' if minutes != 1 else ''}.")
     return render(request, template, context, status=429)
 
@@ -76,7 +84,8 @@ def arena_battle_start(request, benchmark):
         request.session["arena"] = True
         request.session.save()
     wait = _throttled(request, "battle", settings.ARENA_BATTLES_PER_HOUR_SESSION,
-                      settings.ARENA_BATTLES_PER_HOUR_ADDRESS)
+                      settings.ARENA_BATTLES_PER_HOUR_ADDRESS,
+                      request.user.pk if request.user.is_authenticated else None)
     if wait:
         return _too_many(request, wait, "leaderboard/arena_home.html", context)
     try:
@@ -106,8 +115,9 @@ def _body(request, battle, status=200, error=""):
 @require_POST
 def arena_battle_say(request, uuid):
     battle = get_battle_for_request(request, uuid)
+    # the battle's account, not request.user: reading that would load the session (a query)
     wait = _throttled(request, "message", settings.ARENA_MESSAGES_PER_HOUR_SESSION,
-                      settings.ARENA_MESSAGES_PER_HOUR_ADDRESS)
+                      settings.ARENA_MESSAGES_PER_HOUR_ADDRESS, battle.user_id)
     if wait:
         return _too_many(request, wait, "leaderboard/_arena_body.html",
                          {"view": battle_view(battle=battle)})

@@ -70,10 +70,12 @@ def tiny_benchmark(db, tiny_bundle_dir):
 
 @pytest.fixture(autouse=True)
 def _fresh_login_throttle():
-    """Failed-login counts (config/throttle.py) are per test."""
+    """Failed-login counts (config/throttle.py) are per test, and so is the memory they fall
+    back to while Redis is down."""
     from django.core.cache import caches
 
     caches["throttle"].clear()
+    caches["throttle-fallback"].clear()
     yield
 
 

@@ -246,3 +246,44 @@ def test_every_persona_gets_the_expected_status(client, personas, tiny_benchmark
                 if got != status:
                     failures.append(f"{persona} {method.upper()} {url}: {got}, expected {status}")
     assert not failures, "\n".join(failures)
+
+
+# A NUL byte or bytes that are not UTF-8 anywhere in a URL answer 400, never 500 (issue 28,
+# point 9; config.middleware.MalformedUrlMiddleware): in the query string's values and names and
+# in the path, on every route, each with its first case's method, anonymous and logged in.
+_MALFORMED = ("%00", "%ff", "%c3%28")
+
+
+def _malformed(url: str):
+    for bad in _MALFORMED:
+        yield f"{url}?q={bad}"
+        yield f"{url}?page=1&x{bad}y=1"
+        yield f"{url[:-1]}{bad}/" if url.endswith("/") else f"{url}{bad}"
+
+
+@pytest.mark.django_db
+def test_a_nul_byte_or_invalid_utf8_in_any_url_answers_400(client, staff, tiny_benchmark,
+                                                           tiny_study, leaderboard_world):
+    failures = []
+    for user in (None, staff):
+        client.logout()
+        if user is not None:
+            client.force_login(user)
+        for name, cases in ACCESS.items():
+            kwargs, method, _expected = cases[0]
+            for url in _malformed(reverse(name, kwargs=kwargs)):
+                response = getattr(client, method)(url)
+                wanted = b"NUL byte or bytes that are not UTF-8"
+                if response.status_code != 400 or wanted not in response.content:
+                    failures.append(f"{method.upper()} {url}: {response.status_code}")
+    assert not failures, "\n".join(failures)
+    api = client.get("/api/benchmarks/?q=%00")
+    assert api.json() == {"detail": "Bad request: the URL holds a NUL byte or bytes that are "
+                                    "not UTF-8."}
+    page = client.get("/benchmarks/?q=%00")
+    assert page["Content-Type"] == "text/plain; charset=utf-8"
+    # a path that spells NUL with an escaped percent sign is refused too; a lone % is not
+    assert client.get("/benchmarks/tiny%2500/").status_code == 400
+    assert client.get("/benchmarks/?q=50%25").status_code == 200
+    # well-formed text outside ASCII is not refused
+    assert client.get("/benchmarks/?q=%C3%A9t%C3%A9").status_code == 200
