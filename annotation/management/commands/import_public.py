@@ -41,5 +41,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Arena {summary['arena']}: {summary['votes']} votes in CRS "
                               "Arena's order (manage.py arena_ratings "
                               f"{summary['arena']} --method elo)")
+        if summary["reference_free_runs"]:
+            job = summary["embedding_job"]
+            queued = (f"the embedding baseline is queued for a worker (job {job})" if job else
+                      "the embedding baseline was not queued: the task queue is unavailable")
+            self.stdout.write(f"Reference-free baselines: {summary['reference_free_runs']} runs "
+                              f"of the lexical metrics; {queued}")
         for note in summary["notes"]:
             self.stdout.write(f"  - {note}")

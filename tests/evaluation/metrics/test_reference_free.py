@@ -38,9 +38,13 @@ def test_an_empty_answer_has_only_a_length():
     assert rf.distinct(["one"], 2) is None
 
 
-def test_turn_and_dialogue_units_with_an_encoder():
-    records = rf.score_units({"d1": DIALOGUE}, [rf.TurnUnit("d1#3", "d1", 3, "sys")],
-                             [rf.DialogueUnit("d1", "d1", "sys")], Letters())
+def test_turn_and_dialogue_units():
+    units = ({"d1": DIALOGUE}, [rf.TurnUnit("d1#3", "d1", 3, "sys")],
+             [rf.DialogueUnit("d1", "d1", "sys")])
+    progress = []
+    records = rf.lexical_records(*units) + rf.embedding_records(
+        *units, Letters(), progress=lambda done, total: progress.append((done, total)), batch=2)
+    assert progress == [(2, 3), (3, 3)]  # the turn, then the dialogue's two answers
     by = {(r["unit_type"], r["metric"]): r["value"] for r in records}
     assert by[("turn", "length")] == 3  # then bean there
     assert by[("turn", "context_overlap")] == 0  # none of its words came before
@@ -55,8 +59,8 @@ def test_turn_and_dialogue_units_with_an_encoder():
 
 
 def test_units_that_cannot_be_scored_are_left_out():
-    records = rf.score_units({"d1": DIALOGUE}, [rf.TurnUnit("u", "d1", 2), rf.TurnUnit("v", "x", 1),
-                                                rf.TurnUnit("w", "d1", 9)], [], None)
+    turns = [rf.TurnUnit("u", "d1", 2), rf.TurnUnit("v", "x", 1), rf.TurnUnit("w", "d1", 9)]
+    records = rf.lexical_records({"d1": DIALOGUE}, turns, [])
     assert records == []  # a user turn, an unknown dialogue, an unknown index
 
 
@@ -68,7 +72,7 @@ def test_the_packaged_sentence_model_scores_a_related_answer_higher():
         {"index": 1, "role": "system", "text": "Kaze serves fresh sushi by the river."},
         {"index": 2, "role": "user", "text": "I want a sushi restaurant near the river."},
         {"index": 3, "role": "system", "text": "The museum closes at five on Mondays."}]}
-    records = rf.score_units({"d": dialogue}, [rf.TurnUnit("a", "d", 1), rf.TurnUnit("b", "d", 3)],
-                             [], SentenceEncoder())
+    turns = [rf.TurnUnit("a", "d", 1), rf.TurnUnit("b", "d", 3)]
+    records = rf.embedding_records({"d": dialogue}, turns, [], SentenceEncoder())
     sims = {r["unit_id"]: r["value"] for r in records if r["metric"] == rf.EMBEDDING_METRIC}
     assert sims["a"] > sims["b"] + 0.2
