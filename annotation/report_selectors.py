@@ -166,6 +166,24 @@ def evaluator_names(*, benchmark, include_private: bool = True) -> list[str]:
                                                          include_private=include_private)})
 
 
+def study_evaluators(*, study: Study) -> list[str]:
+    """The evaluators that scored some of STUDY's labelled units, the one with the most such
+    units first (ties by name): the report's evaluator choices. An evaluator with no shared
+    unit has nothing to correlate and is not offered."""
+    def build():
+        units = list(_labelled_units(_table(study)))
+        runs = {run.pk: run.evaluator for run in _latest_runs(study.benchmark,
+                                                              include_private=True)}
+        shared: dict[str, int] = defaultdict(int)
+        for run_id, n in (UnitScore.objects.filter(run_id__in=list(runs)).exclude(value=None)
+                          .filter(Q(unit_id__in=units) | Q(unit_type="dialogue",
+                                                           dialogue_id__in=units))
+                          .values_list("run_id").annotate(n=Count("unit_id", distinct=True))):
+            shared[runs[run_id]] += n
+        return sorted((name for name, n in shared.items() if n), key=lambda n: (-shared[n], n))
+    return _cached(study, "evaluators", (), build, runs=True)
+
+
 def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = True,
                          unit_type: str | None = None, metric_names=None,
                          units: set[str] | None = None) -> dict[str, list[reports.ScoreSet]]:
@@ -232,12 +250,25 @@ def _score_set(sets: dict, evaluator: str, metric: str, unit_type: str) -> repor
 # --- subsets (--by) --------------------------------------------------------------------------
 
 
+# A scenario key splits a report only if it names a few groups: free text (a persona's
+# description, one value per dialogue) would make as many subsets as dialogues.
+MAX_GROUPS = 30
+MAX_GROUP_LABEL = 60
+
+
 def grouping_keys(*, benchmark) -> list[str]:
-    """What `--by` accepts: `system` and every scenario key with scalar values."""
-    keys = set()
+    """What `--by` accepts: `system` and every scenario key with scalar values that name at
+    most MAX_GROUPS groups of at most MAX_GROUP_LABEL characters (not free text)."""
+    values: dict[str, set] = defaultdict(set)
     for scenario in Dialogue.objects.filter(benchmark=benchmark).values_list("scenario",
                                                                              flat=True)[:2000]:
-        keys |= {k for k, v in (scenario or {}).items() if isinstance(v, str | int | float)}
+        for key, value in (scenario or {}).items():
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                values[key].add(value)
+            elif isinstance(value, bool):
+                values[key].add(str(value))
+    keys = {key for key, seen in values.items() if len(seen) <= MAX_GROUPS
+            and all(len(str(value)) <= MAX_GROUP_LABEL for value in seen)}
     return [SYSTEM_GROUP, *sorted(keys - {SYSTEM_GROUP})]
 
 

@@ -359,7 +359,7 @@ SUFFIXES = {"json": "json", "csv": "csv", "latex": "tex"}
 
 def _correlation_choice(request, study) -> tuple[list[str], str, str, list[str]]:
     """The evaluators on offer, the chosen one and grouping (?evaluator=, ?by=)."""
-    evaluators = report_selectors.evaluator_names(benchmark=study.benchmark)
+    evaluators = report_selectors.study_evaluators(study=study)
     keys = report_selectors.grouping_keys(benchmark=study.benchmark)
     evaluator = request.GET.get("evaluator") or ""
     try:
@@ -448,7 +448,8 @@ def study_report(request, slug):
             "aspect": aspect, "metric": metric, "headline_metrics": firsts,
             "variant_metrics": [name for name in metrics if name not in firsts],
             "headline": _rows_with_data(exports.display_table(
-                exports.correlation_headline_table(headline, aspect))),
+                exports.correlation_headline_table(headline, aspect,
+                                                   label=labels.get(aspect, aspect)))),
             "query": urlencode({"evaluator": evaluator, "aspect": aspect, "by": by,
                                 "metric": metric}),
             "scatters": _charts(plots, rows),

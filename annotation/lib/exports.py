@@ -225,12 +225,14 @@ def correlation_tables(report: Mapping) -> list[Table]:
     return [item, system]
 
 
-def correlation_headline_table(report: Mapping, aspect: str, keep=None) -> Table:
+def correlation_headline_table(report: Mapping, aspect: str, keep=None,
+                               label: str | None = None) -> Table:
     """The item-level rows of ASPECT on all units (only those whose metric
     KEEP(evaluator, metric) keeps, when given), each with its system-level Spearman rho: the
-    values of the full tables, fewer rows and columns."""
+    values of the full tables, fewer rows and columns. LABEL names the aspect in the caption
+    (its title; the field name by default)."""
     table = Table("correlation_headline", f"{report['evaluator']} against the human "
-                  f"{aspect}: item level (p two-sided) and system level",
+                  f"{label or aspect or 'labels'}: item level (p two-sided) and system level",
                   [("metric", "Metric"), ("spearman", "Spearman rho"), ("spearman_p", "p"),
                    ("kendall", "Kendall tau-b"), ("kendall_p", "p"), ("pearson", "Pearson r"),
                    ("pearson_p", "p"), ("n", "n"), ("qwk", "QWK"),

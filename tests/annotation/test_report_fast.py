@@ -297,3 +297,43 @@ def test_a_published_submission_joins_the_public_metric_leaderboard(generated):
     shown = report_selectors.study_metric_leaderboard(study=study, aspect="overall",
                                                       include_private=False)
     assert shown["rows"] and json.dumps(shown)  # plain data, as the exports need
+
+
+def test_the_report_offers_evaluators_with_shared_units_the_most_first(client, generated):
+    """Issue 34.4: the correlation section opens on the evaluator with the most labelled units
+    it scored, and an evaluator that scored none of them is not offered."""
+    study, staff = generated
+    template = Run.objects.filter(evaluator="trace").select_related("submission").first()
+    labelled = ImportedLabel.objects.filter(study=study, unit_type="turn").values("unit_id")
+    few = list(UnitScore.objects.filter(run=template, metric="gs", unit_id__in=labelled)
+               .order_by("pk")[:5])
+    assert len(few) == 5
+    for name, scores in (("few-judge", [(s.unit_id, s.dialogue_id) for s in few]),
+                         ("stranger", [("nowhere#1", "nowhere")])):
+        job = Job.objects.create(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED,
+                                 finished_at=timezone.now())
+        run = Run.objects.create(submission=template.submission, evaluator=name,
+                                 evaluator_version="1", config={}, config_hash=name, job=job)
+        UnitScore.objects.bulk_create([
+            UnitScore(run=run, metric="overall", unit_type="turn", unit_id=unit,
+                      dialogue_id=dialogue, value=1.0) for unit, dialogue in scores])
+    study = type(study).objects.get(pk=study.pk)
+    names = report_selectors.study_evaluators(study=study)
+    assert set(names) == {"trace", "external:judge", "few-judge"}
+    assert names[-1] == "few-judge"  # 5 shared units; the others scored every labelled unit
+    client.force_login(staff)
+    html = client.get(reverse("annotation:study_report", args=[study.slug])).content.decode()
+    assert f"{names[0]} against the human" in html and 'value="stranger"' not in html
+    assert "against the human :" not in html
+
+
+def test_free_text_scenario_fields_are_not_offered_under_split_by(tiny_benchmark):
+    for k, dialogue in enumerate(tiny_benchmark.dialogues.all()):
+        dialogue.scenario = {**dialogue.scenario, "persona_description": f"A traveller {k} "
+                             "who likes quiet places and long walks by the river",
+                             "city_group": "east" if k % 2 else "west"}
+        dialogue.save(update_fields=["scenario"])
+    keys = report_selectors.grouping_keys(benchmark=tiny_benchmark)
+    assert "city_group" in keys and "persona_description" not in keys
+    with pytest.raises(ValueError, match="split by one of"):
+        report_selectors.resolve_grouping(benchmark=tiny_benchmark, by="persona_description")
