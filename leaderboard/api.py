@@ -50,7 +50,11 @@ from evaluation.selectors.benchmarks import (
     run_results,
 )
 from evaluation.services.live import system_set_live
-from evaluation.services.simulations import simulation_cancel, simulation_create
+from evaluation.services.simulations import (
+    SimulationQuotaExceeded,
+    simulation_cancel,
+    simulation_create,
+)
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
@@ -353,6 +357,9 @@ class SimulationList(generics.ListAPIView):
                    400: OpenApiResponse(description="invalid parameters; nothing was stored"),
                    403: OpenApiResponse(description="not your system, or not a researcher"),
                    404: OpenApiResponse(description="no such system or benchmark"),
+                   429: OpenApiResponse(description="your account started its daily allowance "
+                                                    "of simulations (CONCORD_DAILY_SIMULATION_"
+                                                    "QUOTA); nothing was stored"),
                    503: OpenApiResponse(description="the queue is down; nothing was stored")})
     def post(self, request):
         body = SimulationStartSerializer(data=request.data)
@@ -377,6 +384,8 @@ class SimulationList(generics.ListAPIView):
                             status=status.HTTP_400_BAD_REQUEST)
         except LLMConfigurationError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except SimulationQuotaExceeded as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         simulation = simulations_for_user(request.user).get(pk=simulation.pk)
         return Response(SimulationSerializer(simulation).data, status=status.HTTP_201_CREATED)
 

@@ -41,11 +41,12 @@ def _simulate(benchmark, owner, name):
         turn = (body["turn_index"] - 1) // 2
         return {"response": f"Try these ({turn}).", "ranked_item_ids": RANKINGS[name][turn]}
 
-    with live_server(by_dialogue(answer)) as server:
+    system_answer = by_dialogue(answer)
+    with live_server(system_answer) as server:
         system = live_system_create(name=name, owner=owner, endpoint=server.url)
-        return run_all(simulation_create(benchmark=benchmark, system=system,
-                                         simulator="template", users=3, turns=2, seed=1,
-                                         user=owner, batch_size=3, enqueue=False))
+        return run_all(system_answer.follow(simulation_create(
+            benchmark=benchmark, system=system, simulator="template", users=3, turns=2,
+            seed=1, user=owner, batch_size=3, enqueue=False)))
 
 
 @pytest.fixture
@@ -79,9 +80,14 @@ def test_board_numbers_cis_and_ranks_match_hand_and_reference(simulated, researc
     assert [r.cells[pcir].value for r in board.rows] == pytest.approx([1 / 2, (0.5 / 3) / 2])
     assert [r.cells[recall].value for r in board.rows] == pytest.approx(
         [1.0, sum(RECALL10["Misser"]) / 3])
-    # The units behind the ranks are the simulated users.
-    assert set(UnitScore.objects.filter(run=sims["Misser"].run, metric="pc@10")
-               .values_list("dialogue_id", "value")) == {("d1", 0.5), ("d2", 0.0), ("d3", 0.0)}
+    # The units behind the ranks are the simulated users, named by their place in the
+    # design's order (the same users in both runs, so the tests pair them), not by dialogue.
+    for sim in sims.values():
+        places = dict(sim.dialogues.values_list("source_dialogue_id", "position"))
+        assert set(UnitScore.objects.filter(run=sim.run, metric="pc@10")
+                   .values_list("dialogue_id", "value")) == {
+            (f"user-{places[u] + 1:04d}", v) for u, v in zip(users, PC10[sim.system.name],
+                                                             strict=True)}
 
     # The chart: PC_t@10 per system over turns 1..T, from the runs' reports.
     chart = leaderboard_pc_chart(board)
