@@ -437,7 +437,9 @@ class LeaderboardDetail(APIView):
             OpenApiParameter("splits", OpenApiTypes.STR,
                              description="the split set the runs were evaluated on, e.g. test "
                                          "(default), dev+test; only runs of exactly that "
-                                         "coverage are listed and ranked"),
+                                         "coverage are listed and ranked. On a simulated-… "
+                                         "board: a design key (design-…, see `design` and "
+                                         "`other_splits` in the answer)"),
         ],
         responses=LeaderboardSerializer)
     def get(self, request, benchmark):
@@ -485,8 +487,10 @@ def leaderboard_payload(lb) -> dict:
                         "runs": {ev: r.run_id for ev, r in row.runs.items()},
                         "metrics": metrics})
     return {"benchmark": lb.benchmark.slug, "protocol": lb.protocol, "splits": lb.coverage,
-            "other_splits": [{"splits": c.key, "param": c.param, "systems": c.systems}
+            "other_splits": [{"splits": c.key, "param": c.param, "systems": c.systems,
+                              **({"design": c.label} if lb.design else {})}
                              for c in lb.other_coverages],
+            "design": lb.design,
             "sort": lb.sort,
             "rank_metric": lb.rank_column.key if lb.rank_column else None,
             "bootstrap": lb.bootstrap,

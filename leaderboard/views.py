@@ -210,6 +210,12 @@ def board_export(request, benchmark, protocol, fmt):
                    "coverage": "every row was evaluated on exactly these splits; runs on "
                                "other split sets are ranked on their own leaderboards "
                                f"({', '.join(c.param for c in lb.other_coverages) or 'none'})",
+                   **({"design": lb.design,
+                       "coverage": "every row was simulated with exactly this design "
+                                   "(simulator and configuration, users, turns, pool, seed); "
+                                   "other designs are ranked on their own "
+                                   f"({', '.join(c.param for c in lb.other_coverages) or 'none'})"}
+                      if lb.design else {}),
                    "generated_at": timezone.now().isoformat(),
                    "ci": "95% studentized cluster interval over dialogues (delete-one-"
                          "dialogue jackknife, t quantile; docs/statistics.md)",
