@@ -36,8 +36,8 @@ def release_hidden(benchmark):
 @pytest.fixture
 def sim_benchmark(tmp_path, settings):
     """Tiny with the seen/target split, its hidden gold released: d1, d2 and d3 (hidden) are
-    its simulated users. (Before the release only d1 and d2 are: tests/evaluation/
-    test_simulation_privacy.py.)"""
+    its simulated users. (Before the release only d1 and d2 are:
+    tests/leaderboard/test_hidden_simulation.py.)"""
     settings.MEDIA_ROOT = tmp_path / "media"
     return release_hidden(benchmark_import(path=write_tiny(tmp_path / "sim",
                                                            simulation_bundle())))
