@@ -230,6 +230,10 @@ INLINE_VALIDATION_BYTES = env_int("CONCORD_INLINE_VALIDATION_BYTES", 1024 * 1024
 MAX_BUNDLE_BYTES = env_int("CONCORD_MAX_BUNDLE_BYTES", 64 * 1024 * 1024)
 # Accepted uploads per system and UTC day, counting runs that later fail (a system may override).
 DAILY_SUBMISSION_QUOTA = env_int("CONCORD_DAILY_SUBMISSION_QUOTA", 5)
+# --- simulations (docs/simulation.md, "Allowance") ---
+# Simulations a researcher account may start per UTC day (web form and API; the command line is
+# the operator's and is not counted), apart from the upload quota above. 0 turns them off.
+DAILY_SIMULATION_QUOTA = env_int("CONCORD_DAILY_SIMULATION_QUOTA", 5)
 # A run whose share of unanswered evaluated turns (metric `non_answer`) is above this is listed on
 # the leaderboard with its count but not ranked: its means rest on the turns it did answer.
 MAX_NON_ANSWER_SHARE = env_float("CONCORD_MAX_NON_ANSWER_SHARE", 0.1)

@@ -130,19 +130,23 @@ def can_see_hidden_units(user, run: Run) -> bool:
 
 
 def can_see_simulation_hidden(user, simulation) -> set[str] | None:
-    """The simulated users whose hidden targets and preferences USER may read, None for all.
+    """The simulated users (opaque ids) whose hidden targets and preferences USER may read,
+    None for all.
 
     The system's owner (and staff) see them once the run succeeded; targets taken from
-    hidden-split dialogues only when USER may also manage the benchmark (they are its gold).
+    hidden-split dialogues only when USER may also manage the benchmark (they are its gold)
+    or once the benchmark released them.
     """
     if not user.is_authenticated or not simulation.job.status == Job.Status.SUCCEEDED:
         return set()
     if not (user.is_staff or simulation.system.owner_id == user.pk):
         return set()
-    if can_manage_benchmark(user, simulation.benchmark):
+    if (can_manage_benchmark(user, simulation.benchmark)
+            or simulation.benchmark.hidden_released_at is not None):
         return None
-    return set(Dialogue.objects.filter(benchmark=simulation.benchmark)
-               .exclude(split=Split.HIDDEN).values_list("external_id", flat=True))
+    hidden = Dialogue.objects.filter(benchmark=simulation.benchmark, split=Split.HIDDEN)
+    return set(simulation.dialogues.exclude(
+        source_dialogue_id__in=hidden.values("external_id")).values_list("user_id", flat=True))
 
 
 def get_battle_for_request(request, battle_uuid) -> Battle:

@@ -139,11 +139,13 @@ def run_detail(request, run_id):
 
         context["llm"] = run_llm_report(run=run, page=request.GET.get("page"),
                                         include_hidden=can_see_hidden_units(request.user, run))
-    simulation = Simulation.objects.filter(run=run).select_related("job", "system").first()
+    simulation = (Simulation.objects.filter(run=run)
+                  .select_related("job", "system", "benchmark").first())
     if simulation is not None:
         context["sim"] = simulation_report(
             simulation=simulation,
-            visible_hidden=can_see_simulation_hidden(request.user, simulation))
+            visible_hidden=can_see_simulation_hidden(request.user, simulation),
+            show_sources=request.user.is_staff)
     return render(request, "evaluation/run_detail.html", context)
 
 

@@ -47,7 +47,11 @@ from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.selectors.benchmarks import run_results
 from evaluation.selectors.downloads import benchmark_public_download, benchmark_sample_download
 from evaluation.services.live import system_set_live
-from evaluation.services.simulations import simulation_cancel, simulation_create
+from evaluation.services.simulations import (
+    SimulationQuotaExceeded,
+    simulation_cancel,
+    simulation_create,
+)
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
@@ -349,6 +353,9 @@ class SimulationList(generics.ListAPIView):
                    400: OpenApiResponse(description="invalid parameters; nothing was stored"),
                    403: OpenApiResponse(description="not your system, or not a researcher"),
                    404: OpenApiResponse(description="no such system or benchmark"),
+                   429: OpenApiResponse(description="your account started its daily allowance "
+                                                    "of simulations (CONCORD_DAILY_SIMULATION_"
+                                                    "QUOTA); nothing was stored"),
                    503: OpenApiResponse(description="the queue is down; nothing was stored")})
     def post(self, request):
         body = SimulationStartSerializer(data=request.data)
@@ -373,6 +380,8 @@ class SimulationList(generics.ListAPIView):
                             status=status.HTTP_400_BAD_REQUEST)
         except LLMConfigurationError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except SimulationQuotaExceeded as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         simulation = simulations_for_user(request.user).get(pk=simulation.pk)
         return Response(SimulationSerializer(simulation).data, status=status.HTTP_201_CREATED)
 
@@ -424,7 +433,9 @@ class LeaderboardDetail(APIView):
             OpenApiParameter("splits", OpenApiTypes.STR,
                              description="the split set the runs were evaluated on, e.g. test "
                                          "(default), dev+test; only runs of exactly that "
-                                         "coverage are listed and ranked"),
+                                         "coverage are listed and ranked. On a simulated-… "
+                                         "board: a design key (design-…, see `design` and "
+                                         "`other_splits` in the answer)"),
         ],
         responses=LeaderboardSerializer)
     def get(self, request, benchmark):
@@ -472,8 +483,10 @@ def leaderboard_payload(lb) -> dict:
                         "runs": {ev: r.run_id for ev, r in row.runs.items()},
                         "metrics": metrics})
     return {"benchmark": lb.benchmark.slug, "protocol": lb.protocol, "splits": lb.coverage,
-            "other_splits": [{"splits": c.key, "param": c.param, "systems": c.systems}
+            "other_splits": [{"splits": c.key, "param": c.param, "systems": c.systems,
+                              **({"design": c.label} if lb.design else {})}
                              for c in lb.other_coverages],
+            "design": lb.design,
             "sort": lb.sort,
             "rank_metric": lb.rank_column.key if lb.rank_column else None,
             "bootstrap": lb.bootstrap,

@@ -281,6 +281,16 @@ class CoverageSerializer(serializers.Serializer):
     splits = serializers.CharField()
     param = serializers.CharField(help_text="the value of ?splits= that selects it")
     systems = serializers.IntegerField()
+    design = serializers.CharField(required=False,
+                                   help_text="a simulated board's: the design, in words")
+
+
+class DesignSerializer(serializers.Serializer):
+    """The design every run of a simulated board shares (docs/simulation.md, "Designs")."""
+
+    key = serializers.CharField(help_text="design-<hash>: the value of ?splits= selecting it")
+    label = serializers.CharField(help_text="simulator and version, users × turns, seed, pool, "
+                                            "top K shown, model")
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -289,6 +299,8 @@ class LeaderboardSerializer(serializers.Serializer):
     splits = serializers.CharField(help_text="the split set every listed run was evaluated on, "
                                              "split names joined by '+' (e.g. test, dev+test)")
     other_splits = CoverageSerializer(many=True, help_text="split sets ranked separately")
+    design = DesignSerializer(allow_null=True, help_text="on a simulated-… board, the design "
+                                                         "of every listed run; null elsewhere")
     sort = serializers.CharField()
     rank_metric = serializers.CharField(allow_null=True)
     bootstrap = serializers.DictField()

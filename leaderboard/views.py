@@ -35,7 +35,11 @@ from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import Split
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
 from evaluation.services.live import system_set_live
-from evaluation.services.simulations import simulation_create
+from evaluation.services.simulations import (
+    SimulationQuotaExceeded,
+    simulation_allowance,
+    simulation_create,
+)
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
@@ -206,6 +210,12 @@ def board_export(request, benchmark, protocol, fmt):
                    "coverage": "every row was evaluated on exactly these splits; runs on "
                                "other split sets are ranked on their own leaderboards "
                                f"({', '.join(c.param for c in lb.other_coverages) or 'none'})",
+                   **({"design": lb.design,
+                       "coverage": "every row was simulated with exactly this design "
+                                   "(simulator and configuration, users, turns, pool, seed); "
+                                   "other designs are ranked on their own "
+                                   f"({', '.join(c.param for c in lb.other_coverages) or 'none'})"}
+                      if lb.design else {}),
                    "generated_at": timezone.now().isoformat(),
                    "ci": "95% studentized cluster interval over dialogues (delete-one-"
                          "dialogue jackknife, t quantile; docs/statistics.md)",
@@ -282,6 +292,7 @@ def system_simulate(request, slug):
                           initial={"endpoint": system.live_endpoint,
                                    "api_key_env": system.live_api_key_env,
                                    "timeout_seconds": system.live_timeout_seconds})
+    status = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -298,10 +309,15 @@ def system_simulate(request, slug):
                     user=request.user)
         except (ValidationError, LLMConfigurationError) as exc:
             form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
+        except SimulationQuotaExceeded as exc:
+            form.add_error(None, str(exc))
+            status = 429
         else:
             return redirect("job_detail", simulation.job_id)
+    quota, used = simulation_allowance(request.user)
     return render(request, "leaderboard/system_simulate.html",
-                  {"form": form, "system": system}, status=400 if form.errors else 200)
+                  {"form": form, "system": system, "quota": quota, "used": used},
+                  status=status or (400 if form.errors else 200))
 
 
 def system_detail(request, slug):

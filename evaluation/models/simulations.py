@@ -1,6 +1,8 @@
 """Simulated users talking to live systems: a simulation and its dialogues.
 """
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -10,6 +12,10 @@ from evaluation.models.jobs import Job
 from evaluation.models.systems import Run, Submission, System
 
 
+def new_simulation_secret() -> str:
+    return secrets.token_hex(16)
+
+
 class Simulation(models.Model):
     """A user simulator talking to a live system for N users and T turns (docs/simulation.md).
 
@@ -17,6 +23,9 @@ class Simulation(models.Model):
     finishes (idempotent: a batch redelivered after a worker died skips the users it already
     stored). When every user is done, the successful dialogues become a `log` submission of the
     system and their preference coverage a `Run` (`evaluator` "simulation.<simulator>").
+
+    Its `secret` keys the opaque ids its users are known by outside Concord
+    (`lib/simulators/users.opaque_user_id`); it is never shown.
     """
 
     job = models.OneToOneField(Job, on_delete=models.PROTECT, related_name="simulation")
@@ -29,6 +38,8 @@ class Simulation(models.Model):
     users = models.PositiveIntegerField()
     turns = models.PositiveSmallIntegerField()
     seed = models.IntegerField(default=0)
+    secret = models.CharField(max_length=64, default=new_simulation_secret, editable=False,
+                              help_text="keys the users' opaque ids; never shown")
     batch_size = models.PositiveSmallIntegerField(default=10)
     failure_threshold = models.FloatField(
         default=0.5, help_text="the run stops once this share of its users' dialogues failed")
@@ -69,7 +80,11 @@ class SimulatedDialogue(models.Model):
     simulation = models.ForeignKey(Simulation, on_delete=models.CASCADE,
                                    related_name="dialogues")
     position = models.PositiveIntegerField(help_text="the user's place in the run's order")
-    user_id = models.CharField(max_length=200, help_text="the benchmark dialogue it simulates")
+    user_id = models.CharField(max_length=200,
+                               help_text="the user's opaque id, what the live system saw")
+    source_dialogue_id = models.CharField(
+        max_length=200, blank=True,
+        help_text="the benchmark dialogue it simulates: staff only, never sent or exported")
     status = models.CharField(max_length=10, choices=Status.choices)
     turns = models.JSONField(default=list, blank=True)
     target_item_ids = models.JSONField(default=list)

@@ -13,8 +13,10 @@ TRACE_SHOWN = ("recall@1", "recall@5", "mrr", "tsr", "t2r", "rejection_recovery"
 DIALOGUES_SHOWN = 50
 
 
-def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None) -> dict:
-    """VISIBLE_HIDDEN: users whose targets and preferences may be shown (None: all)."""
+def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None,
+                      show_sources: bool = False) -> dict:
+    """VISIBLE_HIDDEN: users (opaque ids) whose targets and preferences may be shown (None:
+    all); SHOW_SOURCES (staff): the benchmark dialogue each user simulates."""
     report = simulation.report or {}
     turns = list(range(1, simulation.turns + 1))
     curves = []
@@ -32,7 +34,8 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
         dialogues.append({"user_id": row.user_id, "status": row.status, "turns": row.turns,
                           "error_kind": row.error_kind, "error": row.error,
                           "hidden": row.hidden if show else None,
-                          "targets": row.target_item_ids if show else None})
+                          "targets": row.target_item_ids if show else None,
+                          "source": row.source_dialogue_id if show_sources else None})
     trace_run = report.get("trace_run")
     trace = list(MetricSummary.objects.filter(run_id=trace_run, metric__in=TRACE_SHOWN)
                  .values("metric", "axis", "value", "ci_low", "ci_high", "n",

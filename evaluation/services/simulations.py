@@ -13,6 +13,15 @@ A dialogue that fails (the live system down, slow, malformed, unknown ids; the s
 unusable) is stored as a failure with its reason and no turn. Once the failures pass the
 simulation's threshold (a share of its users) the job stops with a message naming the counts
 and the most common reason.
+
+Privacy (issue 28, docs/simulation.md "Privacy of simulated users"): users come from hidden-split
+dialogues only once the benchmark released its hidden gold (fixed when the simulation is
+created: `config["hidden_users"]`), and everything that leaves the server names a user by its
+opaque id (`opaque_user_id`), never by the benchmark dialogue it simulates.
+
+Allowance (issue 34): a simulation started by an account counts against that account's daily
+allowance (`CONCORD_DAILY_SIMULATION_QUOTA`), counted under a lock on the account's row as
+uploads are (`services/submissions.py`), and its log submission never counts as an upload.
 """
 
 import json
@@ -22,10 +31,12 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -46,7 +57,14 @@ from evaluation.lib.simulators.trace import (
     SIMULATED_SUITE_OPTIONS,
     simulated_trace_inputs,
 )
-from evaluation.lib.simulators.users import ItemCard, NoSimulatedUsers, pick_users, simulated_users
+from evaluation.lib.simulators.users import (
+    ItemCard,
+    NoSimulatedUsers,
+    opaque_user_id,
+    paired_user_id,
+    pick_users,
+    simulated_users,
+)
 from evaluation.models import (
     Benchmark,
     Job,
@@ -70,7 +88,7 @@ from evaluation.services.jobs import (
 from evaluation.services.live import live_client
 from evaluation.services.llm_runs import RunUsage, llm_gateway, model_config, model_options
 from evaluation.services.results import summaries_upsert, unit_scores_upsert
-from evaluation.services.submissions import submission_create
+from evaluation.services.submissions import submission_create, today_bounds
 from evaluation.signals import results_changed_notify
 
 POOLS = ("catalogue", "dialogue")
@@ -112,10 +130,13 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
         raise ValidationError(f"users must be 1–{MAX_USERS} and turns 1–{MAX_TURNS}")
     if pool not in POOLS:
         raise ValidationError(f"pool must be one of {', '.join(POOLS)}")
+    hidden_users = benchmark.hidden_released_at is not None
     try:
-        _batch_inputs(benchmark.pk, benchmark.created_at, users, seed)
+        _batch_inputs(benchmark.pk, benchmark.created_at, users, seed, hidden_users)
     except (NoSimulatedUsers, ValueError) as error:
         raise ValidationError(f"{benchmark.slug}: {error}") from None
+    if user is not None:
+        simulation_quota_check(user)  # fail fast; counted again under the lock below
     cls = SIMULATORS[simulator]
     if cls.needs_llm:
         model = model or model_options()  # LLMConfigurationError when no model is set
@@ -123,8 +144,10 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
     config = {**_simulator(simulator, seed=seed, shown_k=shown_k, model=model,
                            accept_at=accept_at).config(),
               "users": users, "turns": turns, "pool": pool, "ks": list(KS),
-              "system": system.slug, "benchmark": benchmark.slug}
+              "hidden_users": hidden_users, "system": system.slug, "benchmark": benchmark.slug}
     with transaction.atomic():
+        if user is not None:
+            _simulation_quota_reserve(user)
         job = Job.objects.create(kind=Job.Kind.SIMULATION, created_by=user, total=users,
                                  params={"system": system.slug, "benchmark": benchmark.slug,
                                          "simulator": simulator, "model": model})
@@ -138,6 +161,42 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
             for batch in range(simulation.batches):
                 task_enqueue(BATCH_TASK, simulation.pk, batch)
     return simulation
+
+
+# --- the daily allowance ----------------------------------------------------------------------
+
+
+class SimulationQuotaExceeded(Exception):
+    """The account has started its allowance of simulations today (UTC)."""
+
+    def __init__(self, *, quota: int, resets_at: datetime):
+        self.quota, self.resets_at = quota, resets_at
+        super().__init__(
+            f"Your account has started its {quota} simulation{'s' if quota != 1 else ''} for "
+            f"today (cancelled and failed ones count too; uploads have a quota of their own). "
+            f"The allowance resets at {resets_at:%Y-%m-%d %H:%M} UTC.")
+
+
+def simulation_allowance(user) -> tuple[int, int]:
+    """(allowance, simulations USER started today, UTC)."""
+    start, _ = today_bounds()
+    used = Simulation.objects.filter(created_by=user, created_at__gte=start).count()
+    return settings.DAILY_SIMULATION_QUOTA, used
+
+
+def simulation_quota_check(user) -> None:
+    """Raise SimulationQuotaExceeded when USER has no simulation left today."""
+    quota, used = simulation_allowance(user)
+    if used >= quota:
+        raise SimulationQuotaExceeded(quota=quota, resets_at=today_bounds()[1])
+
+
+def _simulation_quota_reserve(user) -> None:
+    """Lock the account's row for the rest of the transaction, then count (never the other way
+    round): concurrent starts of one account queue here and no more than the allowance get in.
+    On SQLite the lock is a no-op, but its write transactions are serialised anyway."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+    simulation_quota_check(user)
 
 
 def _fail_reason(simulation: Simulation) -> str | None:
@@ -167,12 +226,13 @@ def simulation_batch_process(*, simulation_id: int, batch: int) -> None:
     # every dialogue): a slow LLM or a loaded machine must not make a live job read as dead.
     with job_heartbeat(job.pk):
         inputs = _batch_inputs(simulation.benchmark_id, simulation.benchmark.created_at,
-                               simulation.users, simulation.seed)
+                               simulation.users, simulation.seed,
+                               bool(simulation.config.get("hidden_users")))
         start = batch * simulation.batch_size
-        stored = set(simulation.dialogues.values_list("user_id", flat=True))
+        stored = set(simulation.dialogues.values_list("position", flat=True))
         todo = [(start + i, u) for i, u in
                 enumerate(inputs.users[start:start + simulation.batch_size])
-                if u.user_id not in stored]
+                if start + i not in stored]
         if todo:
             _simulate(simulation, inputs, todo)
         simulation_finish_if_done(simulation_id=simulation.pk)
@@ -186,15 +246,18 @@ class _BatchInputs:
 
 
 @lru_cache(maxsize=4)
-def _batch_inputs(benchmark_id: int, created_at, users: int, seed: int) -> _BatchInputs:
+def _batch_inputs(benchmark_id: int, created_at, users: int, seed: int,
+                  hidden_users: bool) -> _BatchInputs:
     """What every batch of a simulation needs from its benchmark, read once per process: a
     worker that runs several batches of one simulation (or several simulations of one
     benchmark) reads the bundle once (≈ 2 s for the demo's 4,701 reviews on a loaded machine)
     instead of once per batch. A benchmark's rows never change after its import; CREATED_AT
-    keys a benchmark imported again under the same id."""
+    keys a benchmark imported again under the same id. HIDDEN_USERS: whether users may come
+    from the hidden split (its gold released when the simulation was created)."""
     bundle = benchmark_bundle(benchmark=Benchmark.objects.get(pk=benchmark_id))
     everyone = pick_users(simulated_users(items=bundle.items, reviews=bundle.reviews,
-                                          dialogues=bundle.dialogues), users, seed)
+                                          dialogues=bundle.dialogues,
+                                          include_hidden=hidden_users), users, seed)
     return _BatchInputs(everyone, Catalogue.from_records(bundle.items, bundle.reviews),
                         {r["id"]: ItemCard.from_record(r) for r in bundle.items})
 
@@ -256,7 +319,7 @@ def _simulate(simulation: Simulation, inputs: _BatchInputs, todo) -> None:
         with connection_kept():  # the LLM cache's connection, kept for the whole dialogue
             return position, simulate_dialogue(
                 user, simulator, system, benchmark=simulation.benchmark.slug,
-                dialogue_id=f"sim{simulation.pk}-{user.user_id}", turns=simulation.turns,
+                opaque_id=opaque_user_id(simulation.secret, position), turns=simulation.turns,
                 cards=cards, pool=pool, stop=stopped)
 
     with ThreadPoolExecutor(max_workers=width) as pool:
@@ -307,7 +370,7 @@ class _StopWatch:
 def _store(simulation: Simulation, position: int, outcome) -> None:
     SimulatedDialogue.objects.update_or_create(
         simulation=simulation, user_id=outcome.user_id,
-        defaults={"position": position,
+        defaults={"position": position, "source_dialogue_id": outcome.source_dialogue_id,
                   "status": "ok" if outcome.ok else "failed",
                   "turns": outcome.turns, "target_item_ids": list(outcome.target_item_ids),
                   "hidden": outcome.hidden, "error_kind": outcome.error_kind,
@@ -420,7 +483,8 @@ def _log_submission(simulation: Simulation, dialogues):
     lines = []
     for d in dialogues:
         lines.append({
-            "log_id": f"sim{simulation.pk}-{d.user_id}", "dialogue_id": d.user_id,
+            # no `dialogue_id`: a simulated user's is its opaque id, no benchmark dialogue
+            "log_id": f"sim{simulation.pk}-{d.user_id}",
             "turns": [{"role": t["role"], "text": t["text"],
                        **({"recommended_item_ids": t["ranked_item_ids"][:simulation.config[
                            "shown_k"]]} if t["role"] == "system" else {})} for t in d.turns],
@@ -442,13 +506,14 @@ def _log_submission(simulation: Simulation, dialogues):
 def _store_scores(run: Run, dialogues, turns: int) -> None:
     rows = []
     for d in dialogues:
+        paired = paired_user_id(d.position)  # the board pairs runs of one design by it
         report = preference_report(
             [SimulatedUser(d.user_id, tuple(d.target_item_ids),
                            tuple(tuple(t["ranked_item_ids"]) for t in d.turns
                                  if t["role"] == "system"))], turns=turns, n_resamples=1)
         for name in (f"{m}@{k}" for m in ("pc", "pcir_avg", "recall") for k in KS):
-            rows.append(UnitScore(run=run, metric=name, unit_type="dialogue", unit_id=d.user_id,
-                                  dialogue_id=d.user_id, value=report.summaries[name].value))
+            rows.append(UnitScore(run=run, metric=name, unit_type="dialogue", unit_id=paired,
+                                  dialogue_id=paired, value=report.summaries[name].value))
     UnitScore.objects.bulk_create(rows)
 
 

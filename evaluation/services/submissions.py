@@ -34,7 +34,7 @@ from evaluation.lib.formats.submission import (
 )
 from evaluation.lib.metrics.suite import CLOSED
 from evaluation.lib.progress import Progress
-from evaluation.models import Benchmark, Job, Run, Submission, System
+from evaluation.models import Benchmark, Job, Run, Simulation, Submission, System
 from evaluation.selectors.benchmarks import (
     benchmark_submission_reference,
     scored_splits,
@@ -125,8 +125,10 @@ def submissions_today(system: System) -> int:
 def submission_allowance(system: System) -> tuple[int, int, bool]:
     """(quota, used today, whether it is the account's) for SYSTEM's next upload: of the
     account's and the system's own quota, the one with the fewest uploads left."""
-    start, _ = _today_bounds()
-    today = Submission.objects.filter(created_at__gte=start)
+    start, _ = today_bounds()
+    # a simulation's log submission is no upload: simulations have an allowance of their own
+    today = Submission.objects.filter(created_at__gte=start).exclude(
+        pk__in=Simulation.objects.exclude(submission=None).values("submission_id"))
     options = []
     if system.owner_id is not None:
         options.append((settings.DAILY_SUBMISSION_QUOTA,
@@ -138,7 +140,7 @@ def submission_allowance(system: System) -> tuple[int, int, bool]:
     return min(options, key=lambda option: option[0] - option[1])
 
 
-def _today_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
+def today_bounds(now: datetime | None = None) -> tuple[datetime, datetime]:
     now = (now or timezone.now()).astimezone(UTC)
     start = now.replace(hour=0, minute=0, second=0, microsecond=0)
     return start, start + timedelta(days=1)
@@ -149,7 +151,7 @@ def submission_quota_check(system: System) -> None:
     fails fast; `_quota_reserve` is the one that counts, under its lock)."""
     quota, used, account = submission_allowance(system)
     if used >= quota:
-        raise QuotaExceeded(quota=quota, resets_at=_today_bounds()[1], account=account)
+        raise QuotaExceeded(quota=quota, resets_at=today_bounds()[1], account=account)
 
 
 def _quota_reserve(system: System) -> None:

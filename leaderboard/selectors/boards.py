@@ -33,7 +33,7 @@ from .columns import (
     metric_rule,
 )
 from .ranks import rank_snapshots
-from .runs import BoardRun, Coverage, coverage_choice, coverage_label
+from .runs import BoardRun, Coverage, coverage_choice, coverage_label, is_design
 from .trust import column_trust, trust_record
 
 DEFAULT_SORT = f"{SUITE_NAME}:recall@1"
@@ -90,7 +90,15 @@ class Leaderboard:
 
     @property
     def coverage_label(self) -> str:
-        return coverage_label(self.coverage)
+        shown = next((c for c in self.coverages if c.key == self.coverage), None)
+        return shown.label if shown else coverage_label(self.coverage)
+
+    @property
+    def design(self) -> dict | None:
+        """A simulated board's design, every row's (docs/simulation.md, "Designs")."""
+        if not is_design(self.coverage):
+            return None
+        return {"key": self.coverage, "label": self.coverage_label}
 
     @property
     def other_coverages(self) -> list[Coverage]:
@@ -315,6 +323,7 @@ def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[
                 "evaluator": run.evaluator, "evaluator_version": run.evaluator_version,
                 "config_hash": run.config_hash, "run": run.run_id,
                 "splits": board.coverage,
+                **({"design": board.coverage_label} if board.design else {}),
                 "run_url": run_url.format(run.run_id),
                 "axis": column.axis, "metric": column.metric, "direction": column.direction,
                 "value": cell.value, "ci_low": cell.ci_low, "ci_high": cell.ci_high,

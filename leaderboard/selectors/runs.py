@@ -9,13 +9,21 @@ time (`test` by default; docs/statistics.md, "Comparing systems").
 A `simulated-<simulator>` leaderboard shows the preference-coverage runs of the simulations
 made with that simulator (docs/simulation.md); the `log` leaderboard leaves out the log
 submissions that simulations made (they are scored on their own board, and would otherwise
-replace the system's real logs as its newest run)."""
+replace the system's real logs as its newest run). Only runs of one *design* are comparable
+there (the same simulator configuration, users, turns, pool and seed: `simulation_design`), so
+on a simulated board a run's coverage is its design (`design-<hash>`), chosen like a split set
+(the `splits` parameter names it), the default being the design with the most systems (ties:
+the newest)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evaluation.lib.simulators.simulators import simulator_of_protocol
+from evaluation.lib.simulators.simulators import (
+    DESIGN_PREFIX,
+    simulation_design,
+    simulator_of_protocol,
+)
 from evaluation.models import Job, Run, Simulation
 
 
@@ -36,10 +44,16 @@ class BoardRun:
     owner_id: int | None
     t2r_no_hit: str | None = None  # the suite's T2R rule for dialogues without a hit
     splits: tuple[str, ...] = ()
+    design: tuple[str, str] | None = None  # a simulation run's (key, label)
 
     @property
     def coverage(self) -> str:
-        return coverage_key(self.splits)
+        """What the run is ranked among: its split set, or a simulation run's design."""
+        return self.design[0] if self.design else coverage_key(self.splits)
+
+    @property
+    def coverage_label(self) -> str:
+        return self.design[1] if self.design else coverage_label(self.coverage)
 
 
 DEFAULT_COVERAGE = "test"
@@ -63,6 +77,11 @@ def coverage_label(key: str) -> str:
     return key.replace("+", " + ") if key else "all dialogues"
 
 
+def is_design(key: str) -> bool:
+    """Whether a coverage key is a simulation design's (a simulated board's)."""
+    return key.startswith(DESIGN_PREFIX)
+
+
 @dataclass(frozen=True)
 class Coverage:
     key: str
@@ -76,13 +95,19 @@ class Coverage:
 
 
 def coverages(runs: list[BoardRun]) -> list[Coverage]:
-    """The split sets the runs were evaluated on, with how many systems each has; `test`
-    first, then by number of systems."""
+    """The split sets (designs) the runs were evaluated on, with how many systems each has;
+    `test` first, then by number of systems; designs by number of systems, then newest first
+    (RUNS come newest first)."""
     systems: dict[str, set[int]] = {}
+    labels: dict[str, str] = {}
+    newest: dict[str, int] = {}
     for run in runs:
         systems.setdefault(run.coverage, set()).add(run.system_id)
-    keys = sorted(systems, key=lambda k: (k != DEFAULT_COVERAGE, -len(systems[k]), k))
-    return [Coverage(k, coverage_label(k), len(systems[k])) for k in keys]
+        labels.setdefault(run.coverage, run.coverage_label)
+        newest[run.coverage] = max(newest.get(run.coverage, 0), run.run_id)
+    keys = sorted(systems, key=lambda k: (-len(systems[k]), -newest[k]) if is_design(k)
+                  else (k != DEFAULT_COVERAGE, -len(systems[k]), k))
+    return [Coverage(k, labels[k], len(systems[k])) for k in keys]
 
 
 def default_coverage(available: list[Coverage]) -> str:
@@ -104,8 +129,10 @@ def board_runs(*, benchmark, protocol: str, system=None,
     evaluated on exactly the splits COVERAGE when it is given."""
     runs = Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
     simulator = simulator_of_protocol(protocol)
+    fields = _RUN_FIELDS
     if simulator is not None:
         runs = runs.filter(evaluator=f"simulation.{simulator}", simulation__simulator=simulator)
+        fields = (*_RUN_FIELDS, "config")  # a simulation run's design
     else:
         runs = runs.filter(submission__protocol=protocol).exclude(
             submission_id__in=Simulation.objects.filter(benchmark=benchmark)
@@ -113,13 +140,15 @@ def board_runs(*, benchmark, protocol: str, system=None,
     if system is not None:
         runs = runs.filter(submission__system=system)
     out = []
-    for row in runs.order_by("-created_at", "-pk").values_list(*_RUN_FIELDS):
+    for row in runs.order_by("-created_at", "-pk").values_list(*fields):
         (pk, evaluator, version, config, uuid, is_public, system_id, slug, name, family, team,
-         is_baseline, owner_id, no_hit_rule, splits) = row
+         is_baseline, owner_id, no_hit_rule, splits) = row[:len(_RUN_FIELDS)]
+        design = simulation_design(row[-1]) if simulator is not None else None
         run = BoardRun(pk, evaluator, version, config, str(uuid), is_public or is_baseline,
                        system_id, slug, name, family, team, is_baseline, owner_id,
                        no_hit_rule if isinstance(no_hit_rule, str) else None,
-                       tuple(sorted(set(splits or ()))))
+                       tuple(sorted(set(splits or ()))),
+                       (design.key, design.label) if design else None)
         if coverage is None or run.coverage == coverage:
             out.append(run)
     return out
@@ -186,8 +215,10 @@ def chosen_coverage(available: list[Coverage], splits: str) -> str:
     if not splits.strip():
         return default_coverage(available)
     if coverage not in {c.key for c in available}:
+        what = (f"the design {coverage}" if is_design(coverage)
+                else f"the splits {coverage_label(coverage)}")
         raise UnknownCoverage(
-            f"no run on this leaderboard was evaluated on the splits {coverage_label(coverage)}"
+            f"no run on this leaderboard was evaluated on {what}"
             f"; choose one of: {', '.join(c.param for c in available) or 'none yet'}")
     return coverage
 

@@ -9,7 +9,7 @@ from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.submissions import system_create
 from tests.browser.conftest import screenshot
 from tests.browser.test_leaderboard import log_in
-from tests.evaluation.simulation_fixtures import by_dialogue, simulation_bundle
+from tests.evaluation.simulation_fixtures import simulation_bundle
 from tests.support.bundles import write_tiny
 from tests.support.live_server import live_server
 
@@ -30,7 +30,7 @@ def test_the_simulation_form_refuses_metadata_and_runs_a_local_endpoint(
     page.click("text=Simulate users")
     page.fill("input[name=endpoint]", "http://169.254.169.254/latest/meta-data/")
     page.select_option("select[name=benchmark]", sim_benchmark.slug)
-    page.fill("input[name=users]", "3")
+    page.fill("input[name=users]", "2")
     page.fill("input[name=turns]", "2")
     page.click("#simulate-form button[type=submit]")
     alert = page.locator("#simulate-form .error[role=alert]")
@@ -39,8 +39,8 @@ def test_the_simulation_form_refuses_metadata_and_runs_a_local_endpoint(
     system.refresh_from_db()
     assert not system.is_live and not Simulation.objects.exists() and not Job.objects.exists()
 
-    with live_server(by_dialogue(lambda user, body: {
-            "response": "Harbor Grill is great.", "ranked_item_ids": ["r1", "r2"]})) as crs:
+    with live_server(lambda body: {
+            "response": "Harbor Grill is great.", "ranked_item_ids": ["r1", "r2"]}) as crs:
         page.fill("input[name=endpoint]", crs.url)
         page.select_option("select[name=simulator]", "template")
         page.click("#simulate-form button[type=submit]")

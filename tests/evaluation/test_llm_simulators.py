@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from evaluation.models import Job, SimulatedDialogue
+from evaluation.models import Job
 from evaluation.services.live import live_system_create
 from evaluation.services.llm_runs import model_options
 from evaluation.services.simulations import simulation_create
-from tests.evaluation.simulation_fixtures import by_dialogue, run_all
+from tests.evaluation.simulation_fixtures import run_all
 from tests.support.live_server import live_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,8 +31,8 @@ def pepper_llm(request):
 def test_pepper_is_target_free_and_feeds_reflections_into_the_next_utterance(
         sim_benchmark, researcher, llm_server, llm_settings):
     llm = llm_server(pepper_llm)
-    with live_server(by_dialogue(lambda user, body: {
-            "response": "Try these.", "ranked_item_ids": ["r3", "r1"]})) as system_server:
+    with live_server(lambda body: {
+            "response": "Try these.", "ranked_item_ids": ["r3", "r1"]}) as system_server:
         system = live_system_create(name="CRS", owner=researcher, endpoint=system_server.url)
         simulation = run_all(simulation_create(
             benchmark=sim_benchmark, system=system, simulator="pepper", users=3, turns=3,
@@ -44,12 +44,12 @@ def test_pepper_is_target_free_and_feeds_reflections_into_the_next_utterance(
     # General preferences come from the seen items' reviews only; no prompt names a target.
     prompts = [r.prompt_text for r in llm.requests]
     assert any("Cozy seafood diner." in p for p in prompts)  # r3 is seen by d1 and d3
-    d2 = SimulatedDialogue.objects.get(simulation=simulation, user_id="d2")
+    d2 = simulation.dialogues.get(source_dialogue_id="d2")
     for prompt in prompts:
         assert "Old City Inn" not in prompt  # d2's target h1 is never shown to the simulator
     # Seen items are marked as seen, with the user's reviews; the others as unseen.
     assert any("[r3] SEEN" in p and "[r1] UNSEEN" in p for p in prompts)
-    d1 = SimulatedDialogue.objects.get(simulation=simulation, user_id="d1")
+    d1 = simulation.dialogues.get(source_dialogue_id="d1")
     assert d1.hidden["preferences"]["likes"] == ["seafood", "cozy rooms"]
     assert d1.hidden["reflections"][0][0] == {"item_id": "r3", "opinion": "like",
                                               "reason": "seafood"}
@@ -64,8 +64,8 @@ def test_pepper_is_target_free_and_feeds_reflections_into_the_next_utterance(
     run_again = simulation_create(
         benchmark=sim_benchmark, system=system, simulator="pepper", users=3, turns=3,
         model=model_options(model="openai/scripted-user", api_base=llm.api_base), enqueue=False)
-    with live_server(by_dialogue(lambda user, body: {
-            "response": "Try these.", "ranked_item_ids": ["r3", "r1"]})) as again:
+    with live_server(lambda body: {
+            "response": "Try these.", "ranked_item_ids": ["r3", "r1"]}) as again:
         system.live_endpoint = again.url
         system.save(update_fields=["live_endpoint"])
         run_all(run_again)
@@ -75,8 +75,8 @@ def test_pepper_is_target_free_and_feeds_reflections_into_the_next_utterance(
 def test_an_unusable_simulator_answer_fails_the_dialogue(sim_benchmark, researcher, llm_server,
                                                          llm_settings):
     llm = llm_server(lambda request: "I cannot answer in JSON, sorry.")
-    with live_server(by_dialogue(lambda user, body: {
-            "response": "x", "ranked_item_ids": []})) as system_server:
+    with live_server(lambda body: {
+            "response": "x", "ranked_item_ids": []}) as system_server:
         system = live_system_create(name="CRS", owner=researcher, endpoint=system_server.url)
         simulation = run_all(simulation_create(
             benchmark=sim_benchmark, system=system, simulator="pepper", users=1, turns=2,
@@ -101,22 +101,22 @@ def test_ievalm_knows_its_target_and_ends_when_it_is_recommended(
 
     llm = llm_server(user)
 
-    def system(user_id, body):
+    def system(body):
         turn = (body["turn_index"] - 1) // 2
         # d1's target is r1 (its first target): shown at the 2nd system turn.
         return {"response": "Here.", "ranked_item_ids": ["r2"] if turn == 0 else ["r1"]}
 
-    with live_server(by_dialogue(system)) as system_server:
+    with live_server(system) as system_server:
         crs = live_system_create(name="CRS", owner=researcher, endpoint=system_server.url)
         simulation = run_all(simulation_create(
             benchmark=sim_benchmark, system=crs, simulator="ievalm", users=3, turns=5,
             model=model_options(model="openai/scripted-user", api_base=llm.api_base),
             enqueue=False))
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
-    d1 = SimulatedDialogue.objects.get(simulation=simulation, user_id="d1")
+    d1 = simulation.dialogues.get(source_dialogue_id="d1")
     assert [t["action"] for t in d1.turns] == ["greet_and_seek", "recommend",
                                                "reject_and_refine", "recommend", "accept"]
     assert d1.hidden["preferences"]["target_item_id"] == "r1"
-    d2 = SimulatedDialogue.objects.get(simulation=simulation, user_id="d2")
+    d2 = simulation.dialogues.get(source_dialogue_id="d2")
     assert sum(1 for t in d2.turns if t["role"] == "system") == 5  # never found h1
     assert any("seafood" in r.prompt_text for r in llm.requests)  # r1's attributes are known

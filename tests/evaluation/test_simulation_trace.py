@@ -28,11 +28,12 @@ def simulation(sim_benchmark, researcher):
         turn = (body["turn_index"] - 1) // 2
         return {"response": f"Try these ({turn}).", "ranked_item_ids": RANKINGS[user][turn]}
 
-    with live_server(by_dialogue(answer)) as server:
+    system_answer = by_dialogue(answer)
+    with live_server(system_answer) as server:
         system = live_system_create(name="My CRS", owner=researcher, endpoint=server.url)
-        simulation = run_all(simulation_create(benchmark=sim_benchmark, system=system,
-                                               simulator="template", users=3, turns=3, seed=1,
-                                               user=researcher, enqueue=False))
+        simulation = run_all(system_answer.follow(simulation_create(
+            benchmark=sim_benchmark, system=system, simulator="template", users=3, turns=3,
+            seed=1, user=researcher, enqueue=False)))
     assert simulation.run_id, simulation.job.error
     return simulation
 

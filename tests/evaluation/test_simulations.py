@@ -10,10 +10,10 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from evaluation.lib.metrics.preference import SimulatedUser, preference_report
-from evaluation.models import Job, MetricSummary, SimulatedDialogue, Simulation, Submission
+from evaluation.models import Job, MetricSummary, Simulation, Submission
 from evaluation.services.live import live_baselines_ensure, live_system_create
 from evaluation.services.simulations import simulation_create
-from tests.evaluation.simulation_fixtures import by_dialogue, run_all
+from tests.evaluation.simulation_fixtures import by_dialogue, run_all, stored_dialogue
 from tests.support.live_server import Raw, live_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,14 +28,15 @@ def test_template_simulation_against_an_http_system_scores_coverage_by_hand(
         turn = (body["turn_index"] - 1) // 2
         return {"response": f"Try these ({turn}).", "ranked_item_ids": rankings[user][turn]}
 
-    with live_server(by_dialogue(answer)) as server:
+    system_answer = by_dialogue(answer)
+    with live_server(system_answer) as server:
         system = live_system_create(name="My CRS", owner=researcher, endpoint=server.url)
-        simulation = run_all(simulation_create(benchmark=sim_benchmark, system=system,
-                                               simulator="template", users=3, turns=3, seed=1,
-                                               user=researcher, batch_size=2, enqueue=False))
+        simulation = run_all(system_answer.follow(simulation_create(
+            benchmark=sim_benchmark, system=system, simulator="template", users=3, turns=3,
+            seed=1, user=researcher, batch_size=2, enqueue=False)))
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
     # Every request carried the conversation so far.
-    last = [r for r in server.requests if r["dialogue_id"].endswith("-d1")][-1]
+    last = [r for r in server.requests if system_answer.sources[r["dialogue_id"]] == "d1"][-1]
     assert [t["role"] for t in last["history"]] == ["user", "system", "user", "system"]
     assert last["turn_index"] == 5 and last["utterance"].endswith("?")
     assert last["history"][1]["ranked_item_ids"] == ["r2", "h1"]
@@ -55,7 +56,7 @@ def test_template_simulation_against_an_http_system_scores_coverage_by_hand(
     assert submission.protocol == "log" and submission.system == system
     assert simulation.run.evaluator == "simulation.template"
     assert simulation.run.job_id == simulation.job_id
-    stored = SimulatedDialogue.objects.get(simulation=simulation, user_id="d1")
+    stored = stored_dialogue(simulation, "d1")
     assert stored.hidden["target_item_ids"] == ["r1", "r2"]
     assert stored.hidden["preferences"]["likes"] == ["seafood", "diner"]
     assert [t["ranked_item_ids"] for t in stored.turns if t["role"] == "system"] == \
@@ -71,14 +72,15 @@ def test_faults_fail_their_dialogue_only_and_nothing_partial_is_stored(sim_bench
             return {"response": "x", "ranked_item_ids": ["r1", "ghost"]}
         return {"response": "ok", "ranked_item_ids": ["r1"]}
 
-    with live_server(by_dialogue(answer)) as server:
+    system_answer = by_dialogue(answer)
+    with live_server(system_answer) as server:
         system = live_system_create(name="Flaky", owner=researcher, endpoint=server.url,
                                     max_retries=0)
-        simulation = run_all(simulation_create(
+        simulation = run_all(system_answer.follow(simulation_create(
             benchmark=sim_benchmark, system=system, simulator="template", users=3, turns=2,
-            failure_threshold=0.9, enqueue=False))
+            failure_threshold=0.9, enqueue=False)))
     assert simulation.job.status == Job.Status.SUCCEEDED
-    failed = {d.user_id: d for d in simulation.dialogues.filter(status="failed")}
+    failed = {d.source_dialogue_id: d for d in simulation.dialogues.filter(status="failed")}
     assert set(failed) == {"d2", "d3"}
     assert failed["d2"].error_kind == "malformed" and failed["d2"].turns == []
     assert "turn 3" in failed["d2"].error
@@ -147,24 +149,27 @@ def test_simulate_command_json_and_export(sim_benchmark, tmp_path):
 
 def test_run_page_shows_the_simulation_and_hidden_parts_to_the_owner_only(
         sim_benchmark, researcher, staff, client):
-    def answer(user, body):
+    def answer(body):
         return {"response": "Harbor <b>Grill</b>", "ranked_item_ids": ["r1", "r2"]}
 
-    with live_server(by_dialogue(answer)) as server:
+    with live_server(answer) as server:
         system = live_system_create(name="Owned", owner=researcher, endpoint=server.url)
         simulation = run_all(simulation_create(benchmark=sim_benchmark, system=system,
-                                               simulator="template", users=2, turns=2,
+                                               simulator="template", users=3, turns=2,
                                                user=researcher, enqueue=False))
     client.force_login(researcher)
     page = client.get(f"/runs/{simulation.run_id}/").content.decode()
     assert "template simulator, no LLM" in page and "PC<sub>t</sub>@10" in page
     assert "Harbor &lt;b&gt;Grill&lt;/b&gt;" in page  # system text is escaped
-    # The owner sees the targets, except those of hidden-split dialogues (the benchmark's gold).
-    assert page.count("Hidden from the system") == sum(
-        1 for d in simulation.dialogues.all() if d.user_id != "d3")
+    # The owner sees every user's targets: the hidden split's gold (d3) is released. Users are
+    # named by their opaque ids only; which dialogue each simulates is for staff.
+    assert page.count("Hidden from the system") == 3
+    assert all(d.user_id in page for d in simulation.dialogues.all())
+    assert "simulates dialogue" not in page
     client.force_login(staff)
     page = client.get(f"/runs/{simulation.run_id}/").content.decode()
-    assert page.count("Hidden from the system") == 2
+    assert page.count("Hidden from the system") == 3
+    assert all(f"simulates dialogue {d}" in page for d in ("d1", "d2", "d3"))
 
 
 def test_a_simulations_old_intervals_are_recomputed_as_the_simulation_computed_them(
@@ -176,11 +181,11 @@ def test_a_simulations_old_intervals_are_recomputed_as_the_simulation_computed_t
     fields = ("metric", "value", "ci_low", "ci_high", "std", "n", "undefined_reason",
               "ci_method", "ci_version")
 
-    def answer(user, body):
+    def answer(body):
         return {"response": "Try these.", "ranked_item_ids": [["r1", "r2"], ["a1"]][
             body["turn_index"] % 2]}
 
-    with live_server(by_dialogue(answer)) as server:
+    with live_server(answer) as server:
         system = live_system_create(name="Recomputed", owner=researcher, endpoint=server.url)
         simulation = run_all(simulation_create(benchmark=sim_benchmark, system=system,
                                                simulator="template", users=3, turns=3,

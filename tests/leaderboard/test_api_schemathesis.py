@@ -91,7 +91,7 @@ def world(tiny_benchmark, researcher, board_world, staff, tmp_path):
     with crs_server(lambda body: {"response": "Harbor Grill.", "ranked_item_ids": ["r1"]}) as crs:
         live = live_system_create(name="Live", owner=researcher, endpoint=crs.url)
         simulation = run_all(simulation_create(
-            benchmark=benchmark, system=live, simulator="template", users=3, turns=2,
+            benchmark=benchmark, system=live, simulator="template", users=2, turns=2,
             batch_size=1, user=researcher, enqueue=False))
     assert simulation.job.status == "succeeded" and simulation.report
     submission, run = board_world["runs"]["echo"]

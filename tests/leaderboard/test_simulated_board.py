@@ -9,6 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from evaluation.lib.simulators.simulators import simulation_design
 from evaluation.lib.stats.clustered import cluster_mean, rank_systems
 from evaluation.models import UnitScore
 from evaluation.services.live import live_system_create
@@ -36,16 +37,17 @@ RECALL10 = {"Coverer": [1.0, 1.0, 1.0], "Misser": [0.25, 0.0, 0.0]}
 CURVE10 = {"Coverer": [1.0, 1.0], "Misser": [0.0, 1 / 6]}            # PC_t@10, t = 1, 2
 
 
-def _simulate(benchmark, owner, name):
+def _simulate(benchmark, owner, name, *, users=3, turns=2):
     def answer(user, body):
-        turn = (body["turn_index"] - 1) // 2
+        turn = min((body["turn_index"] - 1) // 2, len(RANKINGS[name]) - 1)
         return {"response": f"Try these ({turn}).", "ranked_item_ids": RANKINGS[name][turn]}
 
-    with live_server(by_dialogue(answer)) as server:
+    system_answer = by_dialogue(answer)
+    with live_server(system_answer) as server:
         system = live_system_create(name=name, owner=owner, endpoint=server.url)
-        return run_all(simulation_create(benchmark=benchmark, system=system,
-                                         simulator="template", users=3, turns=2, seed=1,
-                                         user=owner, batch_size=3, enqueue=False))
+        return run_all(system_answer.follow(simulation_create(
+            benchmark=benchmark, system=system, simulator="template", users=users,
+            turns=turns, seed=1, user=owner, batch_size=3, enqueue=False)))
 
 
 @pytest.fixture
@@ -79,9 +81,14 @@ def test_board_numbers_cis_and_ranks_match_hand_and_reference(simulated, researc
     assert [r.cells[pcir].value for r in board.rows] == pytest.approx([1 / 2, (0.5 / 3) / 2])
     assert [r.cells[recall].value for r in board.rows] == pytest.approx(
         [1.0, sum(RECALL10["Misser"]) / 3])
-    # The units behind the ranks are the simulated users.
-    assert set(UnitScore.objects.filter(run=sims["Misser"].run, metric="pc@10")
-               .values_list("dialogue_id", "value")) == {("d1", 0.5), ("d2", 0.0), ("d3", 0.0)}
+    # The units behind the ranks are the simulated users, named by their place in the
+    # design's order (the same users in both runs, so the tests pair them), not by dialogue.
+    for sim in sims.values():
+        places = dict(sim.dialogues.values_list("source_dialogue_id", "position"))
+        assert set(UnitScore.objects.filter(run=sim.run, metric="pc@10")
+                   .values_list("dialogue_id", "value")) == {
+            (f"user-{places[u] + 1:04d}", v) for u, v in zip(users, PC10[sim.system.name],
+                                                             strict=True)}
 
     # The chart: PC_t@10 per system over turns 1..T, from the runs' reports.
     chart = leaderboard_pc_chart(board)
@@ -160,3 +167,54 @@ def test_the_system_page_offers_the_simulated_board_not_an_empty_log_board(simul
     page = client.get(reverse("leaderboard:system_detail", args=[system.slug])).content.decode()
     assert "No finished evaluation to show yet" not in page
     assert f"({BOARD} protocol)</a>" in page and "pc@10" in page
+
+
+def test_only_runs_of_one_design_are_ranked_together(simulated, researcher, client):
+    """Issue 34.5: a 2-user × 3-turn run is never ranked beside 3-user × 2-turn runs; the
+    board offers one design at a time, by default the one with the most systems."""
+    benchmark, sims = simulated
+    other = _simulate(benchmark, researcher, "Coverer", users=2, turns=3)  # newer, 1 system
+    assert other.run_id, other.job.error
+    board = leaderboard(benchmark=benchmark, protocol=BOARD, user=researcher)
+    big = simulation_design(sims["Misser"].run.config)
+    small = simulation_design(other.run.config)
+    assert big.key != small.key and big.key == simulation_design(sims["Coverer"].run.config).key
+    assert board.coverage == big.key and board.coverage_label == big.label
+    assert big.label == ("template 1.0 · 3 users × 2 turns · seed 1 · pool catalogue · top 5 "
+                         "shown · hidden split included")  # released: d3 may be a user
+    assert {row.run.run_id for row in board.rows} == {sims["Coverer"].run_id,
+                                                      sims["Misser"].run_id}
+    assert [(c.key, c.systems) for c in board.coverages] == [(big.key, 2), (small.key, 1)]
+    # The other design, chosen: only its run, ranked alone.
+    alone = leaderboard(benchmark=benchmark, protocol=BOARD, user=researcher, splits=small.key)
+    assert [row.run.run_id for row in alone.rows] == [other.run_id]
+    assert alone.rows[0].cells[alone.columns.index(
+        alone.column("simulation.template:pc@10"))].n == 2
+    # Two systems each: the design with the newest run is the default.
+    assert _simulate(benchmark, researcher, "Misser", users=2, turns=3).run_id
+    board = leaderboard(benchmark=benchmark, protocol=BOARD, user=researcher)
+    assert board.coverage == small.key
+    assert [(c.key, c.systems) for c in board.coverages] == [(small.key, 2), (big.key, 2)]
+    # The page, the API and the export carry the design.
+    client.force_login(researcher)
+    url = reverse("leaderboard:board", args=[benchmark.slug, BOARD])
+    page = client.get(url, {"splits": big.key}).content.decode()
+    assert f"Ranked on the design <strong>{big.label}</strong>" in page
+    assert 'data-system="coverer"' in page and "Runs of other designs are ranked separately" \
+        in page
+    api = client.get(reverse("leaderboard:api_leaderboard", args=[benchmark.slug]),
+                     {"protocol": BOARD, "splits": small.key}).json()
+    assert api["design"] == {"key": small.key, "label": small.label}
+    assert [s["system"] for s in api["systems"]] == ["Coverer", "Misser"]
+    assert [o["splits"] for o in api["other_splits"]] == [big.key]
+    assert api["other_splits"][0]["design"] == big.label
+    unknown = client.get(reverse("leaderboard:api_leaderboard", args=[benchmark.slug]),
+                         {"protocol": BOARD, "splits": "design-000000000000"})
+    assert unknown.status_code == 400 and "design design-000000000000" in unknown.text
+    export = client.get(reverse("leaderboard:board_export", args=[benchmark.slug, BOARD,
+                                                                  "json"]),
+                        {"splits": big.key}).json()
+    assert export["design"]["key"] == big.key
+    assert {row["design"] for row in export["rows"]} == {big.label}
+    assert {row["run"] for row in export["rows"]} == {sims["Coverer"].run_id,
+                                                      sims["Misser"].run_id}

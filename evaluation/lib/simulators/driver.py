@@ -26,8 +26,8 @@ CANCELLED = "cancelled"  # the error kind of a dialogue its run's cancellation c
 
 @dataclass
 class DialogueOutcome:
-    user_id: str
-    dialogue_id: str
+    user_id: str  # the user's opaque id (users.opaque_user_id): what the system saw
+    source_dialogue_id: str  # the benchmark dialogue it simulates: never leaves the server
     target_item_ids: tuple[str, ...]
     turns: list[dict] = field(default_factory=list)  # bundle turn format + ranked_item_ids
     rankings: list[tuple[str, ...]] = field(default_factory=list)
@@ -42,11 +42,6 @@ class DialogueOutcome:
     def ok(self) -> bool:
         return not self.error_kind
 
-    def as_export(self) -> dict:
-        """One line of `export_simulation`'s dialogues.jsonl."""
-        return {"user_id": self.user_id, "dialogue_id": self.dialogue_id,
-                "target_item_ids": list(self.target_item_ids), "turns": self.turns}
-
 
 def _turn(index: int, role: str, text: str, action: str, *, ranked=(), citations=()) -> dict:
     turn = {"index": index, "role": role, "text": text, "action": action,
@@ -58,14 +53,15 @@ def _turn(index: int, role: str, text: str, action: str, *, ranked=(), citations
 
 
 def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark: str,
-                      dialogue_id: str, turns: int, cards: Mapping[str, ItemCard],
+                      opaque_id: str, turns: int, cards: Mapping[str, ItemCard],
                       pool: tuple[str, ...] = (),
                       clock: Callable[[], float] = time.perf_counter,
                       stop: Callable[[], bool] | None = None) -> DialogueOutcome:
     """Talk until TURNS system turns were answered or the simulator ends the dialogue. STOP,
     asked before every turn, ends the dialogue as `cancelled` (nothing of it is kept): a
-    cancelled run stops within one turn of each dialogue in flight."""
-    outcome = DialogueOutcome(user.user_id, dialogue_id, user.target_item_ids)
+    cancelled run stops within one turn of each dialogue in flight. The system knows the
+    dialogue by OPAQUE_ID only, never by the id of the benchmark dialogue it simulates."""
+    outcome = DialogueOutcome(opaque_id, user.user_id, user.target_item_ids)
     started = clock()
     history: list[HistoryTurn] = []
     rows: list[dict] = []
@@ -79,7 +75,7 @@ def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark:
                 outcome.error_kind, outcome.error = CANCELLED, f"cancelled before turn {t + 1}"
                 break
             rows.append(_turn(len(rows), "user", utterance.text, utterance.action))
-            request = LiveRequest(benchmark, dialogue_id, len(rows), tuple(history),
+            request = LiveRequest(benchmark, opaque_id, len(rows), tuple(history),
                                   utterance.text, pool, REQUEST_TOP_K)
             history.append(HistoryTurn("user", utterance.text, (), utterance.action))
             called = clock()

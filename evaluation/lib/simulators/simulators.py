@@ -21,6 +21,7 @@ that cannot be parsed after the re-asks raises `SimulatorError` and fails the di
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
@@ -344,6 +345,34 @@ def simulator_of_protocol(protocol: str) -> str | None:
 
 
 def simulator_config_hash(config: dict) -> str:
-    import hashlib
-
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+# A simulated board ranks runs of one *design* only (issue 34): the same simulator and
+# configuration (version, model, shown K, ...), number of users, turns, pool, seed (hence the
+# same users) and user pool (with or without the released hidden split). Everything in a
+# simulation's configuration but the system and the benchmark it ran on.
+DESIGN_PREFIX = "design-"
+_NOT_DESIGN = ("system", "benchmark")
+
+
+@dataclass(frozen=True)
+class Design:
+    key: str  # `design-` and 12 hex digits of the design's hash: a URL parameter as it is
+    label: str  # what the board's selector shows
+
+
+def simulation_design(config: dict) -> Design:
+    """The design of a simulation run from its stored configuration (`Run.config`)."""
+    design = {k: v for k, v in config.items() if k not in _NOT_DESIGN}
+    parts = [f"{design.get('simulator', '?')} {design.get('version', '')}".strip(),
+             f"{design.get('users', '?')} users × {design.get('turns', '?')} turns",
+             f"seed {design.get('seed', 0)}", f"pool {design.get('pool', 'catalogue')}",
+             f"top {design.get('shown_k', '?')} shown"]
+    if design.get("model"):
+        parts.append(f"model {design['model']}")
+    if design.get("accept_at"):
+        parts.append(f"accepts in top {design['accept_at']}")
+    if design.get("hidden_users"):
+        parts.append("hidden split included")
+    return Design(DESIGN_PREFIX + simulator_config_hash(design)[:12], " · ".join(parts))

@@ -8,15 +8,45 @@ user would like, PEPPER's Y(u)). This is the seen/target split of PEPPER (Kim et
 The split is kept apart from what simulators see: `HistoryView` (seen items and their reviews,
 the scenario's city and item type) is all a target-free simulator gets; only a target-based
 (iEvaLM-style) simulator is also given `TargetView`.
+
+Privacy (issue 28): a benchmark's hidden-split dialogues carry its secret gold, so they make
+simulated users only once their gold is released (`simulated_users(include_hidden=...)`). And no
+one outside Concord learns which dialogue a user comes from: the live endpoint, the pages, the
+API and the exports name a user by `opaque_user_id` (a keyed hash of the simulation's random
+secret and the user's position), stable within one simulation and unlinkable across them; the
+source dialogue id stays on the server (`SimUser.user_id`, the simulator's seed).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MAX_REVIEWS_PER_ITEM = 3
+HIDDEN_SPLIT = "hidden"
+OPAQUE_PREFIX = "u-"
+
+
+def opaque_user_id(secret: str, position: int) -> str:
+    """The id a simulation's user at POSITION is known by outside Concord: `u-` and 16 hex
+    digits of HMAC-SHA256(SECRET, position). Without SECRET it says nothing of the user's
+    source dialogue, and two simulations (two secrets) name the same user differently."""
+    if not secret:
+        raise ValueError("a simulation needs a secret to name its users")
+    digest = hmac.new(secret.encode(), str(position).encode(), hashlib.sha256).hexdigest()
+    return OPAQUE_PREFIX + digest[:16]
+
+
+def paired_user_id(position: int) -> str:
+    """The id a user's preference-coverage scores are stored under: its place in the
+    simulation's order. Runs of one design (same seed, number of users and user pool) have the
+    same users in the same order, so the simulated board pairs them by it (its paired tests
+    over users) while the opaque ids differ from one simulation to the next. It names no
+    dialogue: the order is a seeded shuffle of dialogues whose gold is public."""
+    return f"user-{position + 1:04d}"
 
 
 class NoSimulatedUsers(ValueError):
@@ -95,8 +125,9 @@ class SimUser:
 
 
 def simulated_users(*, items: Sequence[Mapping], reviews: Sequence[Mapping],
-                    dialogues: Sequence[Mapping]) -> list[SimUser]:
-    """Every dialogue with a seen and a target set, as a simulated user (bundle order)."""
+                    dialogues: Sequence[Mapping], include_hidden: bool) -> list[SimUser]:
+    """Every dialogue with a seen and a target set, as a simulated user (bundle order); those
+    of the hidden split only with INCLUDE_HIDDEN (once the benchmark released its gold)."""
     cards = {r["id"]: ItemCard.from_record(r) for r in items}
     by_item: dict[str, list[tuple[str, float | None]]] = {}
     for review in reviews:
@@ -104,7 +135,8 @@ def simulated_users(*, items: Sequence[Mapping], reviews: Sequence[Mapping],
     users = []
     for record in dialogues:
         seen, targets = record.get("seen_item_ids") or [], record.get("target_item_ids") or []
-        if not seen or not targets:
+        if not seen or not targets or (record.get("split") == HIDDEN_SPLIT
+                                        and not include_hidden):
             continue
         scenario = record.get("scenario") or {}
         history = HistoryView(
@@ -123,7 +155,8 @@ def pick_users(users: Sequence[SimUser], n: int, seed: int) -> list[SimUser]:
         raise NoSimulatedUsers(
             "this benchmark has no simulated users: user simulation needs dialogues with both "
             "seen_item_ids (the user's history) and target_item_ids (the held-out items it "
-            "would like), see docs/formats.md §5")
+            "would like) outside the hidden split until its gold is released, see "
+            "docs/formats.md §5")
     if n < 1:
         raise ValueError("at least one user is needed")
     ordered = sorted(users, key=lambda u: u.user_id)
