@@ -75,7 +75,7 @@ from .selectors.boards import (
     leaderboard_pc_chart,
     leaderboard_scatter,
 )
-from .selectors.compare import systems_compare
+from .selectors.compare import compare_default_benchmark, systems_compare
 from .selectors.drilldown import dialogue_drilldown, latest_succeeded_run
 from .selectors.runs import (
     UnknownCoverage,
@@ -539,7 +539,7 @@ def submission_dialogue(request, uuid, dialogue_id):
 def compare(request):
     """Paired differences between two systems' latest visible runs on one benchmark."""
     benchmarks = list(benchmarks_for_user(request.user))
-    slug = request.GET.get("benchmark") or (benchmarks[0].slug if benchmarks else "")
+    slug = request.GET.get("benchmark") or compare_default_benchmark(benchmarks)
     context = {"benchmarks": benchmarks, "a": request.GET.get("a", ""),
                "b": request.GET.get("b", ""), "all": request.GET.get("columns") == "all"}
     if not slug:

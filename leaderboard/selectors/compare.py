@@ -6,14 +6,30 @@ import math
 from collections import defaultdict
 
 import numpy as np
+from django.db.models import Count
 
 from evaluation.lib import charts
-from evaluation.models import Run
+from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.models import Job, Run
 from evaluation.selectors.benchmarks import runs_compare
 
 from .columns import AXIS_ORDER, HEADLINE, Column, fmt, metric_bounds
 from .ranks import cluster_tables_read
 from .trust import column_trust
+
+
+def compare_default_benchmark(benchmarks: list) -> str:
+    """The benchmark /compare/ opens on: the first of BENCHMARKS (the viewer's, in the list's
+    order) on which two systems have published Trace runs, so there is something to compare;
+    else the first; "" when there is none."""
+    if not benchmarks:
+        return ""
+    counts = dict(Run.objects.filter(
+        evaluator=SUITE_NAME, job__status=Job.Status.SUCCEEDED, submission__is_public=True,
+        submission__benchmark__in=[b.pk for b in benchmarks])
+        .values_list("submission__benchmark_id")
+        .annotate(systems=Count("submission__system_id", distinct=True)))
+    return next((b.slug for b in benchmarks if counts.get(b.pk, 0) >= 2), benchmarks[0].slug)
 
 
 def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False, user=None) -> dict:

@@ -224,7 +224,9 @@ def test_validate_submission_gives_the_uploads_report(secret_benchmark, research
     for source in (["--bundle", str(archive)], ["--benchmark", "secret"]):
         code, out = _run_validator(str(bad), *source)
         assert code == 1
-        assert out.splitlines() == expected, source
+        header, *report = out.splitlines()  # one stream: the header first, then the report
+        assert header == f"bad.jsonl: {len(expected)} problems; the upload would be refused:"
+        assert report == expected, source
     good = tmp_path / "good.jsonl"
     good.write_bytes(Client().get(reverse("benchmark_sample_submission",
                                           args=["secret"])).content)

@@ -108,3 +108,16 @@ def test_a_clear_difference_is_significant_in_the_right_direction():
     assert all(r["significant"] and r["better"] == "A" for r in result["rows"])
     lower = next(r for r in result["rows"] if r["metric"] == "m05")
     assert lower["direction"] == "lower" and lower["difference"] < 0
+
+
+def test_compare_opens_on_a_benchmark_with_two_evaluated_systems(client, board_world, tmp_path):
+    """Issue 34.8: /compare/ without ?benchmark= opens on a benchmark it can compare on, not on
+    the first one in the list when that one has no evaluated system."""
+    from evaluation.services.benchmarks import benchmark_import
+    from tests.support.bundles import tiny_data, write_tiny
+
+    data = tiny_data()
+    data["benchmark"].update(slug="aaa-empty", name="AAA empty")  # listed first
+    benchmark_import(path=write_tiny(tmp_path / "empty", data))
+    html = client.get(reverse("leaderboard:compare")).content.decode()
+    assert re.search(r'<option value="tiny"\s+selected', html), html[:2000]

@@ -48,7 +48,7 @@ class Command(BaseCommand):
                                           splits=splits, max_bytes=settings.MAX_UPLOAD_BYTES)
         except FormatError as exc:
             count = len(exc.issues)
-            self.stderr.write(f"{path.name}: {count} problem{'s' if count != 1 else ''}; "
+            self.stdout.write(f"{path.name}: {count} problem{'s' if count != 1 else ''}; "
                               "the upload would be refused:")
             for issue in exc.issues:
                 self.stdout.write(str(issue))
