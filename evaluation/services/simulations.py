@@ -59,6 +59,7 @@ from evaluation.models import (
 from evaluation.response_cache import connection_kept
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.selectors.run_chunks import item_records, review_records
+from evaluation.services.credentials import credential_problem
 from evaluation.services.jobs import (
     job_cancel,
     job_finish,
@@ -108,6 +109,10 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
     if not system.is_live:
         raise ValidationError(f"system {system.slug!r} is not a live system: register its "
                               "endpoint first (docs/formats.md §4)")
+    problem = credential_problem(system.live_credential, owner=system.owner) \
+        if system.live_credential else ""
+    if problem:
+        raise ValidationError(f"system {system.slug!r}: {problem}")
     if not 1 <= turns <= MAX_TURNS or not 1 <= users <= MAX_USERS:
         raise ValidationError(f"users must be 1–{MAX_USERS} and turns 1–{MAX_TURNS}")
     if pool not in POOLS:
