@@ -238,8 +238,12 @@ def _simulate(simulation: Simulation, inputs: _BatchInputs, todo) -> None:
     catalogue, cards = inputs.catalogue, inputs.cards
     config, model = simulation.config, simulation.job.params.get("model")
     usage = RunUsage()
-    system = live_client(system=simulation.system, benchmark=simulation.benchmark, model=model,
-                         catalogue=catalogue, meter=usage.stage("system"))
+    try:
+        system = live_client(system=simulation.system, benchmark=simulation.benchmark,
+                             model=model, catalogue=catalogue, meter=usage.stage("system"))
+    except ValidationError as error:  # not live any more, or its credential is refused here
+        job_finish(simulation.job_id, error="; ".join(error.messages))
+        return
     simulator = _simulator(simulation.simulator, seed=simulation.seed,
                            shown_k=config["shown_k"], model=model,
                            meter=usage.stage("simulator"), accept_at=config.get("accept_at", 5))

@@ -70,9 +70,10 @@ def server_config(server: ScriptedLLMServer, model: str = MODEL) -> dict:
     return {"profile": server.profile, "model": model, "temperature": 0.0, "max_tokens": None}
 
 
-def offer_profile(settings, name: str, api_base: str, credential: str | None = None) -> None:
-    """Make NAME one of the operator's model profiles (at API_BASE) for this test."""
-    profile = {"model": MODEL, "api_base": api_base}
+def offer_profile(settings, name: str, api_base: str, credential: str | None = None,
+                  model: str = MODEL) -> None:
+    """Make NAME one of the operator's model profiles (MODEL at API_BASE) for this test."""
+    profile = {"model": model, "api_base": api_base}
     if credential:
         profile["credential"] = credential
     settings.LLM_PROFILES = {**settings.LLM_PROFILES, **parse_profiles(
