@@ -216,14 +216,24 @@ def test_the_web_form_offers_names_only_and_sends_only_the_chosen_credential(
     assert_no_environment_value(crs, allowed={canaries["CRS_DEMO_KEY"]})
 
 
-def test_the_command_line_sends_only_the_systems_credential(canaries, sim_benchmark,
-                                                           researcher):
+def test_the_command_line_sends_only_the_chosen_credential(canaries, sim_benchmark,
+                                                          researcher):
+    system = system_create(name="Mine", owner=researcher)
+    options = {"benchmark": sim_benchmark.slug, "system": system.slug, "simulator": "template",
+               "users": 2, "turns": 2, "no_progress": True, "stdout": io.StringIO(),
+               "stderr": io.StringIO()}
     with live_server(lambda body: TEMPLATE_ANSWER) as crs:
-        system = live_system_create(name="Mine", owner=researcher, endpoint=crs.url,
-                                    credential="crs-demo")
-        call_command("simulate", benchmark=sim_benchmark.slug, system=system.slug,
-                     simulator="template", users=2, turns=2, no_progress=True,
-                     stdout=io.StringIO(), stderr=io.StringIO())
+        with pytest.raises(CommandError, match="unrecognized arguments: --api-key-env"):
+            call_command("simulate", "--api-key-env=SECRET_KEY", endpoint=crs.url, **options)
+        with pytest.raises(CommandError, match=r"credential 'SECRET_KEY' is not one the "
+                                               r"operator offers \(CONCORD_CREDENTIALS\)"):
+            call_command("simulate", endpoint=crs.url, credential="SECRET_KEY", **options)
+        with pytest.raises(CommandError, match="give --endpoint too"):
+            call_command("simulate", credential="crs-demo", **options)
+        assert crs.requests == [] and nothing_stored(system)
+        call_command("simulate", endpoint=crs.url, credential="crs-demo", **options)
+    system.refresh_from_db()
+    assert system.live_endpoint == crs.url and system.live_credential == "crs-demo"
     assert {h["Authorization"] for h in crs.headers} == {f"Bearer {canaries['CRS_DEMO_KEY']}"}
     assert_no_environment_value(crs, allowed={canaries["CRS_DEMO_KEY"]})
 
