@@ -1,4 +1,4 @@
-"""`manage.py evaluate --evaluator core|trace_judge|pepper_judge` with --model/--api-base, and a
+"""`manage.py evaluate --evaluator core|trace_judge|pepper_judge` with --profile/--model, and a
 re-run of a stored submission (`--submission-id`) answered entirely from the cache."""
 
 import io
