@@ -104,6 +104,7 @@ def test_estimate_then_confirm_queues_the_run_and_a_bad_choice_stores_nothing(
         public_log_submission, author, llm_settings):  # noqa: F811
     url = reverse("leaderboard:submission_evaluate", args=[public_log_submission.uuid])
     client = _client(author)
+    assert b'id="no-model"' in client.get(url).content  # no model configured: it says so
     llm_settings.LLM_MODEL = MODEL  # the operator's `default` profile
     page = client.get(url)
     assert b"pepper_judge" in page.content and b"trace_judge" not in page.content  # log only
