@@ -14,6 +14,9 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from evaluation.lib.credentials import parse_credentials as _parse_credentials
+from evaluation.lib.llm.profiles import parse_profiles as _parse_profiles
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -369,8 +372,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 NLI_MODEL_PATH = env_str("NLI_MODEL_PATH")
 # The default LLM of CoRE, the Trace and PEPPER judges and the LLM baselines (docs/llm.md); a
 # litellm model string such as "openai/gpt-4o-mini" or "openai/qwen3-8b" with an API base.
-# Commands override each per run (--model, --api-base, --api-key-env). Unset: LLM evaluators
-# refuse to start and say why; everything else runs.
+# These three make the implicit model profile `default` (below); commands may override its model
+# (--model) or pick another profile (--profile). Unset: LLM evaluators refuse to start and say
+# why; everything else runs.
 LLM_MODEL = env_str("CONCORD_LLM_MODEL")
 LLM_API_BASE = env_str("CONCORD_LLM_API_BASE")
 LLM_API_KEY_ENV = env_str("CONCORD_LLM_API_KEY_ENV")  # the *name* of the variable with the key
@@ -386,6 +390,18 @@ LLM_STOP_AFTER_FAILED_UNITS = env_int("CONCORD_LLM_STOP_AFTER_FAILED_UNITS", 3)
 if LLM_MAX_CONCURRENCY < 1 or LLM_MAX_RETRIES < 0 or LLM_BACKOFF_SECONDS < 0:
     raise ImproperlyConfigured("CONCORD_LLM_MAX_CONCURRENCY must be at least 1, "
                                "CONCORD_LLM_MAX_RETRIES and CONCORD_LLM_BACKOFF_SECONDS at least 0")
+
+# --- credentials and model profiles (docs/operations.md, "Credentials and model profiles") ---
+# No user input ever names an environment variable. CONCORD_CREDENTIALS names the secrets a
+# researcher may choose for a live system ("crs-demo=CRS_DEMO_KEY,partner-x=PX_KEY@alice|bob":
+# name=VARIABLE, optionally only for systems of the listed owners); CONCORD_LLM_PROFILES (JSON)
+# the models users may pick for LLM runs, each with its address and optional credential, beside
+# the implicit `default` profile made of CONCORD_LLM_MODEL/_API_BASE/_API_KEY_ENV.
+try:
+    CREDENTIALS = _parse_credentials(env_str("CONCORD_CREDENTIALS"))
+    LLM_PROFILES = _parse_profiles(env_str("CONCORD_LLM_PROFILES"), credentials=CREDENTIALS)
+except ValueError as _error:
+    raise ImproperlyConfigured(str(_error)) from None
 
 # Live systems (docs/formats.md §4): the addresses Concord may call on a researcher's behalf.
 # Entries are IP addresses, CIDR networks, host names or `public` (any global address). Loopback

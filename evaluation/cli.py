@@ -67,12 +67,14 @@ def format_errors_as_command_error():
 
 
 def add_llm_arguments(parser) -> None:
-    """--model, --api-base, --api-key-env, --temperature, --max-tokens (docs/llm.md)."""
-    group = parser.add_argument_group("LLM (defaults: the CONCORD_LLM_* settings)")
-    group.add_argument("--model", help="litellm model string, e.g. openai/gpt-4o-mini")
-    group.add_argument("--api-base", help="an OpenAI-compatible server, e.g. "
-                                          "http://127.0.0.1:8001/v1 (vLLM, Ollama, local_server)")
-    group.add_argument("--api-key-env", help="name of the environment variable with the API key")
+    """--profile, --model, --temperature, --max-tokens (docs/llm.md)."""
+    group = parser.add_argument_group("LLM (default: the operator's `default` profile, made "
+                                      "of the CONCORD_LLM_* settings)")
+    group.add_argument("--profile", help="one of the operator's model profiles "
+                                         "(CONCORD_LLM_PROFILES; default: default)")
+    group.add_argument("--model", help="litellm model string, e.g. openai/gpt-4o-mini, in place "
+                                       "of the profile's model (reached at the profile's address "
+                                       "with its credential)")
     group.add_argument("--temperature", type=float)
     group.add_argument("--max-tokens", type=int)
 
@@ -84,8 +86,7 @@ def llm_model_options(opts: dict, model: str | None = None) -> dict:
     from evaluation.services.llm_runs import model_options
 
     try:
-        return model_options(model=model or opts.get("model"), api_base=opts.get("api_base"),
-                             api_key_env=opts.get("api_key_env"),
+        return model_options(profile=opts.get("profile"), model=model or opts.get("model"),
                              temperature=opts.get("temperature"),
                              max_tokens=opts.get("max_tokens"))
     except LLMConfigurationError as exc:

@@ -367,7 +367,7 @@ class SimulationList(generics.ListAPIView):
             with transaction.atomic():
                 if data.get("endpoint"):
                     system_set_live(system=system, endpoint=data["endpoint"],
-                                    api_key_env=data.get("api_key_env", ""),
+                                    credential=data.get("credential", ""),
                                     timeout_seconds=data.get("timeout_seconds",
                                                              system.live_timeout_seconds))
                 simulation = simulation_create(

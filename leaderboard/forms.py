@@ -77,10 +77,10 @@ class SimulationForm(forms.Form):
                                       "placeholder": "localhost:9000/concord-live"}),
         help_text="your system's concord-live/1 endpoint (docs/formats.md §4); leave empty to "
                   "keep the registered one")
-    api_key_env = forms.RegexField(
-        label="API key variable", required=False, regex=r"^[A-Z_][A-Z0-9_]*$",
-        help_text="the NAME of the environment variable holding the key on Concord's workers "
-                  "(the key itself is never stored)")
+    credential = forms.ChoiceField(
+        label="API key", required=False,
+        help_text="one of the keys the operator offers (CONCORD_CREDENTIALS), sent to your "
+                  "endpoint as a Bearer token; none: no key is sent")
     timeout_seconds = forms.FloatField(label="Timeout (s)", initial=30, min_value=0.1,
                                        max_value=600)
     benchmark = forms.ChoiceField()
@@ -91,10 +91,14 @@ class SimulationForm(forms.Form):
     turns = forms.IntegerField(min_value=1, max_value=50, initial=10)
     seed = forms.IntegerField(initial=0)
 
-    def __init__(self, *args, benchmarks=(), **kwargs):
+    def __init__(self, *args, benchmarks=(), credentials=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.benchmarks = {b.slug: b for b in benchmarks}
         self.fields["benchmark"].choices = [(b.slug, b.name) for b in benchmarks]
+        self.fields["credential"].choices = [("", "none")] + [(n, n) for n in credentials]
+        self.fields["credential"].error_messages["invalid_choice"] = (
+            "%(value)s is not a credential the operator offers you (CONCORD_CREDENTIALS): "
+            f"choose one of {', '.join(credentials) or 'none offered'}, or none")
 
     def clean_benchmark(self):
         return self.benchmarks[self.cleaned_data["benchmark"]]
@@ -114,11 +118,10 @@ class LLMEvaluationForm(_FaceInstructionsOnly):
     """Start an LLM evaluator on one submission (docs/llm.md, "From the web")."""
 
     evaluator = forms.ChoiceField()
-    model = forms.RegexField(
-        regex=r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$", max_length=200,
-        help_text="a litellm model name, e.g. openai/gpt-4o-mini; it is reached through the "
-                  "operator's configured API base (CONCORD_LLM_API_BASE)",
-        error_messages={"invalid": "A model name is letters, digits and . _ : / @ + - only."})
+    profile = forms.ChoiceField(
+        label="Model", help_text="one of the models the operator offers (CONCORD_LLM_PROFILES)",
+        error_messages={"invalid_choice": "%(value)s is not a model profile the operator "
+                                          "offers (CONCORD_LLM_PROFILES)."})
     instructions = forms.RegexField(
         label="FACE instruction version", required=False, regex=r"^[a-z_]+-v[0-9]+$",
         max_length=100, help_text="FACE only: an optimized instruction set, e.g. relevance-v1 "
@@ -127,10 +130,11 @@ class LLMEvaluationForm(_FaceInstructionsOnly):
     limit = forms.IntegerField(label="Only the first N units", required=False, min_value=1,
                                help_text="a cheap trial; empty: every unit")
 
-    def __init__(self, *args, evaluators=(), **kwargs):
+    def __init__(self, *args, evaluators=(), profiles=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["evaluator"].choices = [(spec.name, f"{spec.title} ({spec.name})")
                                             for spec in evaluators]
+        self.fields["profile"].choices = [(p.name, p.title) for p in profiles]
 
 
 class AutoEvaluatorForm(_FaceInstructionsOnly):
@@ -138,7 +142,12 @@ class AutoEvaluatorForm(_FaceInstructionsOnly):
     on new submissions")."""
 
     evaluator = forms.ChoiceField()
-    model = LLMEvaluationForm.base_fields["model"]
+    # Staff only: a litellm model reached through the operator's `default` profile.
+    model = forms.RegexField(
+        regex=r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$", max_length=200,
+        help_text="a litellm model name, e.g. openai/gpt-4o-mini; it is reached through the "
+                  "operator's `default` model profile (CONCORD_LLM_API_BASE and its key)",
+        error_messages={"invalid": "A model name is letters, digits and . _ : / @ + - only."})
     instructions = LLMEvaluationForm.base_fields["instructions"]
     max_cost_per_submission = forms.FloatField(
         label="Budget per submission (USD)", required=False, min_value=0,

@@ -353,9 +353,21 @@ class SimulationStartSerializer(serializers.Serializer):
     endpoint = StrictCharField(required=False, allow_blank=True, max_length=500,
                                help_text="register (or change) the system's concord-live/1 "
                                          "endpoint first (docs/formats.md §4)")
-    api_key_env = StrictCharField(required=False, allow_blank=True, max_length=100,
-                                  help_text="NAME of the environment variable holding its key")
+    credential = StrictCharField(
+        required=False, allow_blank=True, max_length=100,
+        help_text="with `endpoint`: the name of a key the operator offers (CONCORD_CREDENTIALS), "
+                  "sent to the endpoint as a Bearer token; empty: none")
     timeout_seconds = serializers.FloatField(required=False, min_value=0.1, max_value=600)
+
+    def validate(self, attrs):
+        if "api_key_env" in self.initial_data:
+            raise serializers.ValidationError({"api_key_env": (
+                "Concord never reads an environment variable you name: give `credential`, one "
+                "of the names the operator offers (CONCORD_CREDENTIALS), or none")})
+        if attrs.get("credential") and not attrs.get("endpoint"):
+            raise serializers.ValidationError({"credential": (
+                "a credential is registered with the endpoint: give `endpoint` too")})
+        return attrs
 
 
 class SimulationSerializer(serializers.Serializer):

@@ -34,6 +34,7 @@ from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import Split
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
+from evaluation.services.credentials import credential_names, credential_problem
 from evaluation.services.live import system_set_live
 from evaluation.services.simulations import (
     SimulationQuotaExceeded,
@@ -289,8 +290,9 @@ def system_simulate(request, slug):
     system = get_system_for_user(request.user, slug, write=True)
     require_researcher(request.user)
     form = SimulationForm(request.POST or None, benchmarks=_uploadable_benchmarks(request.user),
+                          credentials=credential_names(user=system.owner),
                           initial={"endpoint": system.live_endpoint,
-                                   "api_key_env": system.live_api_key_env,
+                                   "credential": system.live_credential,
                                    "timeout_seconds": system.live_timeout_seconds})
     status = None
     if request.method == "POST" and form.is_valid():
@@ -298,10 +300,10 @@ def system_simulate(request, slug):
         try:
             with transaction.atomic():
                 if data["endpoint"] and (data["endpoint"] != system.live_endpoint or
-                                         data["api_key_env"] != system.live_api_key_env or
+                                         data["credential"] != system.live_credential or
                                          data["timeout_seconds"] != system.live_timeout_seconds):
                     system_set_live(system=system, endpoint=data["endpoint"],
-                                    api_key_env=data["api_key_env"],
+                                    credential=data["credential"],
                                     timeout_seconds=data["timeout_seconds"])
                 simulation = simulation_create(
                     benchmark=data["benchmark"], system=system, simulator=data["simulator"],
@@ -327,6 +329,9 @@ def system_detail(request, slug):
     context = {"system": system, "boards": boards, "can_write": can_write_system(
         request.user, system), "submissions": system_submissions(
         system=system, user=request.user)}
+    if context["can_write"] and system.live_kind == "http" and system.live_credential:
+        context["credential_problem"] = credential_problem(system.live_credential,
+                                                           owner=system.owner)
     chosen = _chosen_board(request, boards)
     if chosen:
         benchmark, protocol = chosen

@@ -1,12 +1,12 @@
 """Starting an LLM evaluator on one submission from its page (docs/llm.md, "From the web").
 
-Staff and study authors choose the evaluator and the model (`LLMEvaluationForm`), see the
+Staff and study authors choose the evaluator and one of the operator's model profiles
+(`LLMEvaluationForm`; never an address or a key), see the
 run's token and cost estimate (`llm_run_estimate`: a GET that reads only), and confirm with a
 POST that queues the same run `manage.py evaluate --worker` queues (`llm_run_create`); the
 browser then follows the job's progress bar on `/jobs/<id>/`.
 """
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -14,7 +14,12 @@ from django.views.decorators.http import require_POST
 from evaluation.lib.llm.evaluators import EVALUATORS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.services.face_optimization import FaceOptimizationError, face_instructions_resolve
-from evaluation.services.llm_runs import llm_run_create, llm_run_estimate, model_options
+from evaluation.services.llm_runs import (
+    llm_profile_choices,
+    llm_run_create,
+    llm_run_estimate,
+    model_options,
+)
 
 from .access import get_submission_to_evaluate
 from .forms import LLMEvaluationForm
@@ -24,7 +29,7 @@ _CHOICE_ERRORS = (ValueError, LLMConfigurationError, FaceOptimizationError)
 
 def _form(submission, data=None):
     evaluators = [spec for spec in EVALUATORS.values() if spec.protocol == submission.protocol]
-    return LLMEvaluationForm(data, evaluators=evaluators, initial={"model": settings.LLM_MODEL})
+    return LLMEvaluationForm(data, evaluators=evaluators, profiles=llm_profile_choices())
 
 
 def _run_options(form) -> dict:
@@ -34,7 +39,7 @@ def _run_options(form) -> dict:
     if data["evaluator"] == "face":
         versions = [data["instructions"]] if data["instructions"] else []
         face = {"instructions": face_instructions_resolve(versions)}
-    return {"evaluator": data["evaluator"], "model": model_options(model=data["model"]),
+    return {"evaluator": data["evaluator"], "model": model_options(profile=data["profile"]),
             "face": face, "limit": data["limit"]}
 
 

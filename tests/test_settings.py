@@ -48,3 +48,20 @@ def test_postgresql_prepares_repeated_statements_unless_turned_off(tmp_path):
     assert "'prepare_threshold': None" in off.stdout, off.stderr
     sqlite = manage("shell", "-c", show, tmp_path=tmp_path)
     assert "server_side_binding" not in sqlite.stdout, sqlite.stderr
+
+
+def test_malformed_credentials_and_model_profiles_are_refused_loudly(tmp_path):
+    variable = manage("check", tmp_path=tmp_path, CONCORD_CREDENTIALS="SECRET_KEY=SECRET_KEY")
+    assert variable.returncode != 0
+    assert ("ImproperlyConfigured: CONCORD_CREDENTIALS: 'SECRET_KEY' is not a credential name"
+            in variable.stderr)
+    profile = manage("check", tmp_path=tmp_path, CONCORD_CREDENTIALS="demo=DEMO_KEY",
+                     CONCORD_LLM_PROFILES='{"fast": {"model": "openai/x", "credential": "px"}}')
+    assert profile.returncode != 0
+    assert ("ImproperlyConfigured: CONCORD_LLM_PROFILES: profile 'fast': credential 'px' is "
+            "not in CONCORD_CREDENTIALS") in profile.stderr
+    fine = manage("shell", "-c", "from django.conf import settings; "
+                  "print(sorted(settings.LLM_PROFILES), sorted(settings.CREDENTIALS))",
+                  tmp_path=tmp_path, CONCORD_CREDENTIALS="demo=DEMO_KEY",
+                  CONCORD_LLM_PROFILES='{"fast": {"model": "openai/x", "credential": "demo"}}')
+    assert fine.stdout.strip().endswith("['fast'] ['demo']"), fine.stderr

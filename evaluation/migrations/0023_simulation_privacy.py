@@ -24,7 +24,7 @@ def backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0020_metricsummary_ci_method'),
+        ('evaluation', '0021_credentials'),
     ]
 
     operations = [

@@ -39,7 +39,6 @@ from evaluation.models.llm import (  # noqa: F401
 )
 from evaluation.models.simulations import SimulatedDialogue, Simulation  # noqa: F401
 from evaluation.models.systems import (  # noqa: F401
-    ENV_NAME_VALIDATOR,
     LiveKind,
     MetricSummary,
     Run,

@@ -2,7 +2,6 @@
 """
 
 from django.conf import settings
-from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -14,10 +13,6 @@ from evaluation.models.jobs import Job
 class LiveKind(models.TextChoices):
     HTTP = "http", "HTTP endpoint"
     INPROCESS = "inprocess", "in-process baseline"
-
-
-ENV_NAME_VALIDATOR = RegexValidator(r"^[A-Z_][A-Z0-9_]*$",
-                                    "an environment variable name such as MY_CRS_KEY")
 
 
 class System(models.Model):
@@ -42,16 +37,17 @@ class System(models.Model):
         help_text="accepted uploads per UTC day; empty: the site default "
                   "(CONCORD_DAILY_SUBMISSION_QUOTA)")
     # A live system answers turn by turn (docs/formats.md §4): an HTTP endpoint, or one of
-    # Concord's baselines run in-process. The API key is never stored, only the NAME of the
-    # environment variable holding it on the machines that call the system.
+    # Concord's baselines run in-process. The API key is never stored, only the NAME of one of
+    # the operator's credentials (CONCORD_CREDENTIALS), checked against that list at every call.
     live_kind = models.CharField(max_length=10, choices=LiveKind.choices, blank=True,
                                  help_text="empty: not live")
     live_endpoint = models.URLField(max_length=500, blank=True)
     live_adapter = models.CharField(max_length=50, blank=True,
                                     help_text="the in-process baseline, e.g. tfidf")
-    live_api_key_env = models.CharField(
-        max_length=100, blank=True, validators=[ENV_NAME_VALIDATOR],
-        help_text="name of the environment variable with the key (sent as a Bearer token)")
+    live_credential = models.CharField(
+        max_length=100, blank=True,
+        help_text="the operator's credential sent as a Bearer token (a name in "
+                  "CONCORD_CREDENTIALS); empty: none")
     live_timeout_seconds = models.FloatField(default=30.0)
     live_max_retries = models.PositiveSmallIntegerField(default=2)
     live_backoff_seconds = models.FloatField(default=0.5)

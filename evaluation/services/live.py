@@ -4,10 +4,9 @@
 `CONCORD_LIVE_ALLOWED_HOSTS`, or an in-process baseline); `live_baselines_ensure` registers
 Concord's nine reference baselines as in-process live systems; `live_client` gives the object a
 simulation (or an arena) calls once per turn: `client.turn(LiveRequest) -> LiveAnswer`, raising
-`LiveCallError`. The API key is read from the environment at call time, never stored.
+`LiveCallError`. A system stores the name of one of the operator's credentials
+(`evaluation.services.credentials`), never a key or a variable; the key is read at call time.
 """
-
-import os
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -19,10 +18,11 @@ from evaluation.lib.live.inprocess import adapters, inprocess_system
 from evaluation.lib.rankers import Catalogue
 from evaluation.models import Benchmark, System
 from evaluation.selectors.benchmarks import benchmark_bundle
+from evaluation.services.credentials import credential_check, credential_secret
 from evaluation.services.llm_runs import llm_gateway, model_config, model_options
 from evaluation.services.submissions import system_create, system_get_or_create_baseline
 
-LIVE_FIELDS = ("live_kind", "live_endpoint", "live_adapter", "live_api_key_env",
+LIVE_FIELDS = ("live_kind", "live_endpoint", "live_adapter", "live_credential",
                "live_timeout_seconds", "live_max_retries", "live_backoff_seconds",
                "live_max_concurrency")
 
@@ -36,11 +36,15 @@ def endpoint_check(url: str) -> None:
 
 
 def system_set_live(*, system: System, endpoint: str = "", adapter: str = "",
-                    api_key_env: str = "", timeout_seconds: float = 30.0, max_retries: int = 2,
+                    credential: str = "", timeout_seconds: float = 30.0, max_retries: int = 2,
                     backoff_seconds: float = 0.5, max_concurrency: int = 4) -> System:
-    """Make SYSTEM live: an HTTP ENDPOINT or an in-process ADAPTER (exactly one)."""
+    """Make SYSTEM live: an HTTP ENDPOINT or an in-process ADAPTER (exactly one). CREDENTIAL
+    is a name the operator offers to SYSTEM's owner (CONCORD_CREDENTIALS), or empty."""
     if bool(endpoint) == bool(adapter):
         raise ValidationError("give either an endpoint URL or an in-process adapter")
+    if adapter and credential:
+        raise ValidationError({"live_credential": "an in-process baseline takes no credential"})
+    credential_check(credential, owner=system.owner)
     if adapter:
         known = {a.key for a in adapters()}
         if adapter not in known:
@@ -50,7 +54,7 @@ def system_set_live(*, system: System, endpoint: str = "", adapter: str = "",
         endpoint_check(endpoint)
     system.live_kind = System.LiveKind.INPROCESS if adapter else System.LiveKind.HTTP
     system.live_endpoint, system.live_adapter = endpoint, adapter
-    system.live_api_key_env = api_key_env
+    system.live_credential = credential
     system.live_timeout_seconds, system.live_max_retries = timeout_seconds, max_retries
     system.live_backoff_seconds, system.live_max_concurrency = backoff_seconds, max_concurrency
     system.full_clean(exclude=["slug", "owner"])
@@ -86,7 +90,8 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
     """What a simulation calls for SYSTEM on BENCHMARK: `.turn(LiveRequest) -> LiveAnswer`.
 
     MODEL (a `model_options` entry) is the LLM of an in-process LLM baseline; default: the
-    configured one. Raises ValidationError when the system is not live or its key is missing.
+    configured one. Raises ValidationError when the system is not live, or its credential is
+    not one the operator offers its owner or is not set here (and then nothing is sent).
     """
     if not system.is_live:
         raise ValidationError(f"system {system.slug!r} is not a live system")
@@ -99,13 +104,7 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
             return inprocess_system(system.live_adapter, catalogue)
         return inprocess_system(system.live_adapter, catalogue, gateway=llm_gateway(),
                                 config=model_config(model or model_options()), meter=meter)
-    api_key = None
-    if system.live_api_key_env:
-        api_key = os.environ.get(system.live_api_key_env)
-        if not api_key:
-            raise ValidationError(f"the key of system {system.slug!r} is read from the "
-                                  f"environment variable {system.live_api_key_env}, which is "
-                                  "not set on this machine")
+    api_key = _credential_secret(system) if system.live_credential else None
     return HttpLiveSystem(
         system.live_endpoint, allowed_hosts=settings.LIVE_ALLOWED_HOSTS,
         item_ids=catalogue.items, review_ids=catalogue.review_ids, api_key=api_key,
@@ -113,3 +112,11 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
                               max_retries=system.live_max_retries,
                               backoff_seconds=system.live_backoff_seconds,
                               max_concurrency=system.live_max_concurrency))
+
+
+def _credential_secret(system: System) -> str:
+    """The key SYSTEM's credential stands for; ValidationError naming the system otherwise."""
+    try:
+        return credential_secret(system.live_credential, owner=system.owner)
+    except ValidationError as error:
+        raise ValidationError(f"system {system.slug!r}: {'; '.join(error.messages)}") from None

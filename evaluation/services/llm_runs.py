@@ -2,7 +2,7 @@
 and FACE (FACE §2: particles, Eq. 1 scores, optimized instructions).
 
 Thin Django glue around the pure LLM layer (`evaluation/lib/llm/`): it builds the model
-configuration from the `CONCORD_LLM_*` settings and the run's options, gives the gateway the
+configuration from the operator's model profiles and the run's options, gives the gateway the
 database-backed response cache (so a re-run makes no LLM call), reads the stored submission,
 stores every unit's result with the judge's rationale (`UnitScore.detail`) and every debate
 round (`DebateTurn`), the run's token and cost accounting (`Run.usage`, cost null when unknown)
@@ -11,7 +11,6 @@ and the system-level summaries with studentized cluster CIs. `run_process` (serv
 """
 
 import logging
-import os
 import statistics
 import threading
 from collections import defaultdict
@@ -62,6 +61,9 @@ from evaluation.lib.llm.gateway import (
 )
 from evaluation.lib.llm.judging import AspectScore
 from evaluation.lib.llm.pepper_judge import judge_pepper_log
+from evaluation.lib.llm.profiles import DEFAULT as DEFAULT_PROFILE
+from evaluation.lib.llm.profiles import SETTING as PROFILES_SETTING
+from evaluation.lib.llm.profiles import ModelProfile, default_profile
 from evaluation.lib.llm.trace_judge import judge_trace_turn
 from evaluation.lib.progress import Progress, no_progress
 from evaluation.lib.runconfig import BOOTSTRAP
@@ -86,32 +88,57 @@ class LLMRunFailed(ExpectedFailure):
 # --- model configuration -------------------------------------------------------------------
 
 
-def model_options(*, model: str | None = None, api_base: str | None = None,
-                  api_key_env: str | None = None, temperature: float | None = None,
-                  max_tokens: int | None = None) -> dict:
-    """One model's entry in a run configuration: explicit values over the CONCORD_LLM_*
-    settings. Never holds a key, only the name of the variable that does."""
-    model = model or settings.LLM_MODEL
+def llm_profiles() -> dict[str, ModelProfile]:
+    """The operator's model profiles by name: the implicit `default` (the CONCORD_LLM_*
+    settings) and CONCORD_LLM_PROFILES (whose own `default` replaces it)."""
+    default = default_profile(model=settings.LLM_MODEL, api_base=settings.LLM_API_BASE,
+                              key_variable=settings.LLM_API_KEY_ENV)
+    return {DEFAULT_PROFILE: default, **settings.LLM_PROFILES}
+
+
+def llm_profile_choices() -> list[ModelProfile]:
+    """The profiles a user may pick: those with a model, `default` first."""
+    return [profile for profile in llm_profiles().values() if profile.model]
+
+
+def llm_profile(name: str | None) -> ModelProfile:
+    """The profile called NAME (None: `default`); LLMConfigurationError when there is none."""
+    profiles = llm_profiles()
+    profile = profiles.get(name or DEFAULT_PROFILE)
+    if profile is None:
+        offered = ", ".join(p.name for p in llm_profile_choices()) or "none"
+        raise LLMConfigurationError(f"model profile {name!r} is not one the operator offers "
+                                    f"({PROFILES_SETTING}): choose one of {offered}")
+    return profile
+
+
+def model_options(*, profile: str | None = None, model: str | None = None,
+                  temperature: float | None = None, max_tokens: int | None = None) -> dict:
+    """One model's entry in a run configuration: the operator's PROFILE (default: `default`)
+    and its model, or MODEL in its place (the command line's --model). Records the profile's
+    name and the model, never an address, a key or the variable holding one."""
+    chosen = llm_profile(profile)
+    model = model or chosen.model
     if not model:
         raise LLMConfigurationError("no LLM is configured: set CONCORD_LLM_MODEL or pass --model "
                                     "(see docs/llm.md)")
     return {
+        "profile": chosen.name,
         "model": model,
-        "api_base": api_base or settings.LLM_API_BASE or None,
-        "api_key_env": api_key_env or settings.LLM_API_KEY_ENV or None,
         "temperature": settings.LLM_TEMPERATURE if temperature is None else float(temperature),
         "max_tokens": max_tokens or settings.LLM_MAX_TOKENS or None,
     }
 
 
 def model_config(options: dict) -> ModelConfig:
-    """The gateway's ModelConfig for a run-configuration entry (see `model_options`)."""
-    api_key = None
-    if (options.get("api_base") and not options.get("api_key_env")
-            and options["model"].startswith("openai/") and not os.environ.get("OPENAI_API_KEY")):
-        api_key = LOCAL_SERVER_KEY
-    return ModelConfig(model=options["model"], api_base=options.get("api_base"), api_key=api_key,
-                       api_key_env=options.get("api_key_env"),
+    """The gateway's ModelConfig for a run-configuration entry (see `model_options`). Where the
+    model is and which key it gets come from the operator's profile alone (an older entry's
+    `api_base` or `api_key_env` is ignored). A profile with an address but no credential sends
+    a placeholder key, never a provider variable litellm would read from the environment."""
+    profile = llm_profile(options.get("profile"))
+    api_key = LOCAL_SERVER_KEY if profile.api_base and not profile.key_variable else None
+    return ModelConfig(model=options["model"], api_base=profile.api_base, api_key=api_key,
+                       api_key_env=profile.key_variable,
                        temperature=options.get("temperature", 0.0),
                        max_tokens=options.get("max_tokens"), timeout=settings.LLM_TIMEOUT_SECONDS)
 

@@ -77,6 +77,7 @@ from evaluation.models import (
 from evaluation.response_cache import connection_kept
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.selectors.run_chunks import item_records, review_records
+from evaluation.services.credentials import credential_problem
 from evaluation.services.jobs import (
     job_cancel,
     job_finish,
@@ -126,6 +127,10 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
     if not system.is_live:
         raise ValidationError(f"system {system.slug!r} is not a live system: register its "
                               "endpoint first (docs/formats.md §4)")
+    problem = credential_problem(system.live_credential, owner=system.owner) \
+        if system.live_credential else ""
+    if problem:
+        raise ValidationError(f"system {system.slug!r}: {problem}")
     if not 1 <= turns <= MAX_TURNS or not 1 <= users <= MAX_USERS:
         raise ValidationError(f"users must be 1–{MAX_USERS} and turns 1–{MAX_TURNS}")
     if pool not in POOLS:
@@ -296,8 +301,12 @@ def _simulate(simulation: Simulation, inputs: _BatchInputs, todo) -> None:
     catalogue, cards = inputs.catalogue, inputs.cards
     config, model = simulation.config, simulation.job.params.get("model")
     usage = RunUsage()
-    system = live_client(system=simulation.system, benchmark=simulation.benchmark, model=model,
-                         catalogue=catalogue, meter=usage.stage("system"))
+    try:
+        system = live_client(system=simulation.system, benchmark=simulation.benchmark,
+                             model=model, catalogue=catalogue, meter=usage.stage("system"))
+    except ValidationError as error:  # not live any more, or its credential is refused here
+        job_finish(simulation.job_id, error="; ".join(error.messages))
+        return
     simulator = _simulator(simulation.simulator, seed=simulation.seed,
                            shown_k=config["shown_k"], model=model,
                            meter=usage.stage("simulator"), accept_at=config.get("accept_at", 5))

@@ -24,14 +24,16 @@ def test_estimate_confirm_and_progress_of_an_llm_run(page, log_submission, autho
                                                      llm_settings, tmp_path):  # noqa: F811
     Submission.objects.filter(pk=log_submission.pk).update(is_public=True)
     with scripted_llm_server(lambda request: ANSWER) as server:
-        llm_settings.LLM_API_BASE = server.api_base
+        llm_settings.LLM_API_BASE, llm_settings.LLM_MODEL = server.api_base, MODEL
+        # The worker reaches the model through its own `default` profile, as in production.
         with celery_worker(settings.CELERY_BROKER_URL, tmp_path,
-                           MEDIA_ROOT=str(llm_settings.MEDIA_ROOT)):
+                           MEDIA_ROOT=str(llm_settings.MEDIA_ROOT),
+                           CONCORD_LLM_API_BASE=server.api_base, CONCORD_LLM_MODEL=MODEL):
             log_in(page, "author")
             page.goto(f"/submissions/{log_submission.uuid}/")
             page.click("#run-llm-evaluator")
             page.select_option("select[name=evaluator]", "pepper_judge")
-            page.fill("input[name=model]", MODEL)
+            page.select_option("select[name=profile]", "default")
             page.click("#estimate-button")
             assert page.locator("#estimate-calls").inner_text() == "2"
             assert "unknown (no price" in page.locator("#estimate-cost").inner_text()

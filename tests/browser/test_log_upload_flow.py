@@ -38,7 +38,8 @@ def test_a_log_upload_starts_the_operators_llm_evaluator(page, tiny_benchmark, r
         auto_evaluator_save(benchmark=tiny_benchmark, evaluator="pepper_judge",
                             model="openai/gpt-4o-mini", user=staff, max_cost_per_submission=1.0)
         with celery_worker(settings.CELERY_BROKER_URL, tmp_path,
-                           MEDIA_ROOT=str(llm_settings.MEDIA_ROOT)):
+                           MEDIA_ROOT=str(llm_settings.MEDIA_ROOT),
+                           CONCORD_LLM_API_BASE=server.api_base):
             log_in(page)
             page.goto("/systems/chatty/submit/")
             page.check("input[name=protocol][value=log]")

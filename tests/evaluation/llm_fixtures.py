@@ -6,6 +6,7 @@ from contextlib import ExitStack
 
 import pytest
 
+from evaluation.lib.llm.profiles import parse_profiles
 from evaluation.models import Job, Run
 from evaluation.services.runs import run_process
 from evaluation.services.submissions import submission_create, system_create
@@ -65,16 +66,32 @@ def core_answer(request: RecordedRequest, *, rationale=None) -> str:
 
 
 def server_config(server: ScriptedLLMServer, model: str = MODEL) -> dict:
-    return {"model": model, "api_base": server.api_base, "api_key_env": None,
-            "temperature": 0.0, "max_tokens": None}
+    """A run configuration's model entry: MODEL on SERVER's profile (see `llm_server`)."""
+    return {"profile": server.profile, "model": model, "temperature": 0.0, "max_tokens": None}
+
+
+def offer_profile(settings, name: str, api_base: str, credential: str | None = None,
+                  model: str = MODEL) -> None:
+    """Make NAME one of the operator's model profiles (MODEL at API_BASE) for this test."""
+    profile = {"model": model, "api_base": api_base}
+    if credential:
+        profile["credential"] = credential
+    settings.LLM_PROFILES = {**settings.LLM_PROFILES, **parse_profiles(
+        json.dumps({name: profile}), credentials=settings.CREDENTIALS)}
 
 
 @pytest.fixture
-def llm_server():
-    """``llm_server(script)`` starts a scripted server on 127.0.0.1 for this test."""
+def llm_server(settings):
+    """``llm_server(script)`` starts a scripted server on 127.0.0.1 for this test; it is the
+    operator's model profile ``server.profile`` (runs pick it by name, as users do)."""
     with ExitStack() as stack:
-        yield lambda script, **options: stack.enter_context(scripted_llm_server(script,
-                                                                                **options))
+        def start(script, **options) -> ScriptedLLMServer:
+            server = stack.enter_context(scripted_llm_server(script, **options))
+            server.profile = f"scripted-{len(settings.LLM_PROFILES)}"
+            offer_profile(settings, server.profile, server.api_base)
+            return server
+
+        yield start
 
 
 @pytest.fixture

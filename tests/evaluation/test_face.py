@@ -15,6 +15,7 @@ from django.core.management.base import CommandError
 from annotation import report_selectors
 from annotation.imports import public_dataset_import
 from evaluation.models import FaceInstruction, FaceOptimization, FaceTurn, Job, Run, Submission
+from tests.evaluation.llm_fixtures import offer_profile
 from tests.support.llm_server import RecordedRequest, with_logprobs
 
 MODEL = "openai/scripted-face"
@@ -90,7 +91,7 @@ def face_script(*, logprobs: bool = True):
 def llm_options(server, model: str = MODEL) -> dict:
     # Worker threads commit cache entries outside the test's transaction: a test that must not
     # meet another's cached answers names its own model.
-    return {"model": model, "api_base": server.api_base}
+    return {"model": model, "profile": server.profile}
 
 
 def test_optimize_evaluate_correlate(study, llm_server, client, staff):
@@ -291,7 +292,7 @@ def test_a_trial_on_a_few_units_with_progress_per_unit(study, llm_server):
     server = llm_server(face_script())
     submission = Submission.objects.filter(benchmark=study.benchmark).order_by("pk").first()
     options = llm_options(server, "openai/scripted-face-trial")
-    model = {**options, "api_key_env": None, "temperature": 0.0, "max_tokens": None}
+    model = {**options, "temperature": 0.0, "max_tokens": None}
     run = llm_run_create(submission=submission, evaluator="face", model=model, limit=3,
                          enqueue=False, face={"aspects": ["overall"]})
     seen = []
@@ -315,11 +316,12 @@ def test_a_trial_on_a_few_units_with_progress_per_unit(study, llm_server):
 
 def test_a_refused_connection_is_reported_as_such(study, llm_settings):
     submission = Submission.objects.filter(benchmark=study.benchmark).first()
+    offer_profile(llm_settings, "nobody-home", "http://127.0.0.1:9/v1")
     with pytest.raises(CommandError) as raised:
         call_command("evaluate", benchmark=study.benchmark.slug, submission_id=submission.pk,
                      evaluator="face", aspects=["relevance"], no_progress=True,
                      stdout=io.StringIO(), stderr=io.StringIO(),
-                     model="openai/nobody-home", api_base="http://127.0.0.1:9/v1")
+                     model="openai/nobody-home", profile="nobody-home")
     message = str(raised.value)
     assert "connection refused at http://127.0.0.1:9/v1" in message
     assert "InternalServerError" not in message

@@ -6,6 +6,7 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
+from evaluation.lib.credentials import parse_credentials
 from evaluation.lib.live.client import HttpLiveSystem, LiveCallError
 from evaluation.lib.live.contract import HistoryTurn, LiveRequest
 from evaluation.models import System
@@ -41,14 +42,16 @@ def test_production_default_allows_nothing(researcher, settings):
         live_system_create(name="Mine", owner=researcher, endpoint="http://127.0.0.1:9/")
 
 
-def test_an_http_system_is_called_with_its_key_from_the_named_variable(
-        researcher, tiny_benchmark, monkeypatch):
+def test_an_http_system_is_called_with_the_key_of_its_chosen_credential(
+        researcher, tiny_benchmark, monkeypatch, settings):
+    settings.CREDENTIALS = parse_credentials("my-crs=MY_CRS_KEY")
     with live_server(first_items(["r2", "r1"])) as server:
         system = live_system_create(name="My CRS", owner=researcher, endpoint=server.url,
-                                    api_key_env="MY_CRS_KEY", timeout_seconds=5,
+                                    credential="my-crs", timeout_seconds=5,
                                     max_concurrency=2)
-        assert system.live_kind == "http" and system.live_api_key_env == "MY_CRS_KEY"
-        with pytest.raises(ValidationError, match="MY_CRS_KEY, which is not set"):
+        assert system.live_kind == "http" and system.live_credential == "my-crs"
+        with pytest.raises(ValidationError, match="credential 'my-crs' is offered but its "
+                                                  "value is not set on this machine"):
             live_client(system=system, benchmark=tiny_benchmark)
         monkeypatch.setenv("MY_CRS_KEY", "k-123")
         client = live_client(system=system, benchmark=tiny_benchmark)
@@ -70,10 +73,18 @@ def test_an_http_answer_with_ids_outside_the_benchmark_is_an_invalid_call(resear
     assert caught.value.kind == "invalid"
 
 
-def test_bad_settings_and_env_names_are_refused(researcher):
+def test_bad_settings_and_credentials_the_operator_does_not_offer_are_refused(researcher,
+                                                                            settings):
+    settings.CREDENTIALS = parse_credentials("crs-demo=CRS_DEMO_KEY,theirs=THEIR_KEY@someone")
     system = system_create(name="X", owner=researcher)
-    with pytest.raises(ValidationError, match="environment variable name"):
-        system_set_live(system=system, endpoint="http://127.0.0.1:9/", api_key_env="my key!")
+    with pytest.raises(ValidationError, match=r"credential 'SECRET_KEY' is not one the operator "
+                                              r"offers \(CONCORD_CREDENTIALS\): choose one of "
+                                              r"crs-demo, or none"):
+        system_set_live(system=system, endpoint="http://127.0.0.1:9/", credential="SECRET_KEY")
+    with pytest.raises(ValidationError, match="'theirs' is offered only to other users"):
+        system_set_live(system=system, endpoint="http://127.0.0.1:9/", credential="theirs")
+    with pytest.raises(ValidationError, match="an in-process baseline takes no credential"):
+        system_set_live(system=system, adapter="tfidf", credential="crs-demo")
     with pytest.raises(ValidationError, match="either an endpoint URL or an in-process"):
         system_set_live(system=system)
     with pytest.raises(ValidationError, match="unknown in-process system 'nope'"):
@@ -113,7 +124,7 @@ def test_the_llm_baselines_answer_live_through_the_gateway(tiny_benchmark, llm_s
 
     server = llm_server(answer)
     system = {s.live_adapter: s for s in live_baselines_ensure()}["llm_zero_shot"]
-    model = model_options(model="openai/scripted-llm", api_base=server.api_base)
+    model = model_options(profile=server.profile, model="openai/scripted-llm")
     client = live_client(system=system, benchmark=tiny_benchmark, model=model)
     reply = client.turn(LiveRequest("tiny", "sim-1", 1, (), "quiet seafood", ("r1", "r2")))
     assert reply.ranked_item_ids == ("r2", "r1") and reply.response == "Try the last one."

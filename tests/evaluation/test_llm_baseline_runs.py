@@ -22,7 +22,7 @@ def candidate_ids(prompt: str) -> list[str]:
 def run_baseline(name: str, server, benchmark) -> tuple[str, str, Submission]:
     out, err = io.StringIO(), io.StringIO()
     call_command("run_baseline", name, benchmark=benchmark.slug, model="openai/scripted-llm",
-                 api_base=server.api_base, no_text=True, no_nli=True, no_progress=True,
+                 profile=server.profile, no_text=True, no_nli=True, no_progress=True,
                  stdout=out, stderr=err)
     return out.getvalue(), err.getvalue(), Submission.objects.get()
 
@@ -102,7 +102,7 @@ def test_limit_answers_only_the_first_turns_and_stores_nothing(llm_server, llm_s
     server = llm_server(answer)
     out = io.StringIO()
     call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug, limit=2,
-                 model="openai/scripted-llm", api_base=server.api_base, no_progress=True,
+                 model="openai/scripted-llm", profile=server.profile, no_progress=True,
                  stdout=out)
     text = out.getvalue()
     assert server.request_count == 2  # the first two of the tiny benchmark's four turns
@@ -114,7 +114,7 @@ def test_limit_answers_only_the_first_turns_and_stores_nothing(llm_server, llm_s
         call_command("run_baseline", "popularity", benchmark=tiny_benchmark.slug, limit=2)
     with pytest.raises(CommandError, match="at least 1"):
         call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug, limit=0,
-                     model="openai/scripted-llm", api_base=server.api_base)
+                     model="openai/scripted-llm", profile=server.profile)
 
 
 def test_dialogues_answers_only_their_turns_and_stores_nothing(llm_server, llm_settings,
@@ -126,7 +126,7 @@ def test_dialogues_answers_only_their_turns_and_stores_nothing(llm_server, llm_s
     server = llm_server(answer)
     out = io.StringIO()
     call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug,
-                 dialogues=["d1,d2"], model="openai/scripted-llm", api_base=server.api_base,
+                 dialogues=["d1,d2"], model="openai/scripted-llm", profile=server.profile,
                  no_progress=True, stdout=out)
     text = out.getvalue()
     assert server.request_count == 3  # d1#1, d1#3 and d2#1; not d3#1
@@ -136,11 +136,11 @@ def test_dialogues_answers_only_their_turns_and_stores_nothing(llm_server, llm_s
     out = io.StringIO()
     call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug,
                  dialogues=["d1"], limit=1, model="openai/scripted-llm",
-                 api_base=server.api_base, no_progress=True, stdout=out)
+                 profile=server.profile, no_progress=True, stdout=out)
     assert "A trial of 1 turns" in out.getvalue() and "d1#1: Try " in out.getvalue()
     with pytest.raises(CommandError, match="no turn to answer in dialogue nope"):
         call_command("run_baseline", "llm_zero_shot", benchmark=tiny_benchmark.slug,
-                     dialogues=["nope"], model="openai/scripted-llm", api_base=server.api_base)
+                     dialogues=["nope"], model="openai/scripted-llm", profile=server.profile)
     with pytest.raises(CommandError, match="--limit and --dialogues are for LLM baselines"):
         call_command("run_baseline", "popularity", benchmark=tiny_benchmark.slug,
                      dialogues=["d1"])

@@ -8,10 +8,17 @@ own, so these tests use transactional databases.
 import pytest
 from django.urls import reverse
 
+from evaluation.lib.credentials import parse_credentials
 from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES, FACTOR_KEYS
 from evaluation.models import DebateTurn, Job, LLMCacheEntry
 from evaluation.services.llm_runs import llm_run_create
-from tests.evaluation.llm_fixtures import core_answer, executed, server_config, succeeded
+from tests.evaluation.llm_fixtures import (
+    core_answer,
+    executed,
+    offer_profile,
+    server_config,
+    succeeded,
+)
 from tests.support.llm_server import http_error
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -161,10 +168,12 @@ def test_a_priced_model_reports_its_cost_in_dollars(llm_server, log_submission, 
 
 
 def test_a_missing_api_key_fails_the_run_before_any_call(llm_server, log_submission,
-                                                         monkeypatch):
+                                                         monkeypatch, llm_settings):
     monkeypatch.delenv("CONCORD_TEST_MISSING_KEY", raising=False)
     server = llm_server(core_answer)
-    model = {**server_config(server), "api_key_env": "CONCORD_TEST_MISSING_KEY"}
+    llm_settings.CREDENTIALS = parse_credentials("missing=CONCORD_TEST_MISSING_KEY")
+    offer_profile(llm_settings, "keyed", server.api_base, credential="missing")
+    model = {**server_config(server), "profile": "keyed"}
     run = executed(llm_run_create(submission=log_submission, evaluator="core", model=model,
                                   enqueue=False))
 

@@ -1,4 +1,4 @@
-"""`manage.py evaluate --evaluator core|trace_judge|pepper_judge` with --model/--api-base, and a
+"""`manage.py evaluate --evaluator core|trace_judge|pepper_judge` with --profile/--model, and a
 re-run of a stored submission (`--submission-id`) answered entirely from the cache."""
 
 import io
@@ -27,7 +27,7 @@ def test_evaluate_core_from_the_command_line_then_again_for_free(llm_server, llm
     path.write_text("".join(json.dumps(log) + "\n" for log in LOGS), encoding="utf-8")
 
     first = evaluate(evaluator="core", submission=str(path), model="openai/scripted-judge",
-                     api_base=server.api_base, no_debate=True)
+                     profile=server.profile, no_debate=True)
     assert "core 1.0.0" in first and "core.coherence" in first and "LLM judge" in first
     assert ("LLM usage (openai/scripted-judge): 26 calls answered: 26 by the model, 0 from "
             "the cache (free)") in first
@@ -36,7 +36,7 @@ def test_evaluate_core_from_the_command_line_then_again_for_free(llm_server, llm
     submission = Submission.objects.get()
     assert submission.protocol == "log"
     again = json.loads(evaluate(evaluator="core", submission_id=submission.pk, json=True,
-                                model="openai/scripted-judge", api_base=server.api_base,
+                                model="openai/scripted-judge", profile=server.profile,
                                 no_debate=True))
     assert server.request_count == 26
     assert again["usage"]["calls"] == 0 and again["usage"]["cached_calls"] == 26
@@ -45,7 +45,7 @@ def test_evaluate_core_from_the_command_line_then_again_for_free(llm_server, llm
     # The printed summary of a fully cached re-run agrees with itself on every line: no call
     # reached the model, so no paid token and $0; all 26 (and their tokens) came from the cache.
     text = evaluate(evaluator="core", submission_id=submission.pk,
-                    model="openai/scripted-judge", api_base=server.api_base, no_debate=True)
+                    model="openai/scripted-judge", profile=server.profile, no_debate=True)
     usage = again["usage"]
     cached_tokens = usage["cached_prompt_tokens"] + usage["cached_completion_tokens"]
     assert cached_tokens > 0 and usage["total_tokens"] == 0 and usage["cost_usd"] == 0

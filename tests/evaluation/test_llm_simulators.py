@@ -36,7 +36,7 @@ def test_pepper_is_target_free_and_feeds_reflections_into_the_next_utterance(
         system = live_system_create(name="CRS", owner=researcher, endpoint=system_server.url)
         simulation = run_all(simulation_create(
             benchmark=sim_benchmark, system=system, simulator="pepper", users=3, turns=3,
-            model=model_options(model="openai/scripted-user", api_base=llm.api_base),
+            model=model_options(profile=llm.profile, model="openai/scripted-user"),
             enqueue=False))
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
     assert simulation.config["simulator"] == "pepper" and simulation.config["model"] == \
@@ -63,7 +63,7 @@ def test_pepper_is_target_free_and_feeds_reflections_into_the_next_utterance(
     calls = llm.request_count
     run_again = simulation_create(
         benchmark=sim_benchmark, system=system, simulator="pepper", users=3, turns=3,
-        model=model_options(model="openai/scripted-user", api_base=llm.api_base), enqueue=False)
+        model=model_options(profile=llm.profile, model="openai/scripted-user"), enqueue=False)
     with live_server(lambda body: {
             "response": "Try these.", "ranked_item_ids": ["r3", "r1"]}) as again:
         system.live_endpoint = again.url
@@ -80,7 +80,7 @@ def test_an_unusable_simulator_answer_fails_the_dialogue(sim_benchmark, research
         system = live_system_create(name="CRS", owner=researcher, endpoint=system_server.url)
         simulation = run_all(simulation_create(
             benchmark=sim_benchmark, system=system, simulator="pepper", users=1, turns=2,
-            model=model_options(model="openai/scripted-user", api_base=llm.api_base),
+            model=model_options(profile=llm.profile, model="openai/scripted-user"),
             failure_threshold=1.0, enqueue=False))
     failed = simulation.dialogues.get()
     assert failed.status == "failed" and failed.error_kind == "simulator" and failed.turns == []
@@ -110,7 +110,7 @@ def test_ievalm_knows_its_target_and_ends_when_it_is_recommended(
         crs = live_system_create(name="CRS", owner=researcher, endpoint=system_server.url)
         simulation = run_all(simulation_create(
             benchmark=sim_benchmark, system=crs, simulator="ievalm", users=3, turns=5,
-            model=model_options(model="openai/scripted-user", api_base=llm.api_base),
+            model=model_options(profile=llm.profile, model="openai/scripted-user"),
             enqueue=False))
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
     d1 = simulation.dialogues.get(source_dialogue_id="d1")

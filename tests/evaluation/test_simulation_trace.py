@@ -75,7 +75,7 @@ def test_the_simulations_log_is_judged_by_pepper_and_core(simulation, llm_server
         buffer = io.StringIO()
         call_command("evaluate", benchmark=simulation.benchmark.slug,
                      submission_id=simulation.submission_id, evaluator=evaluator,
-                     model="openai/scripted-judge", api_base=server.api_base, no_debate=True,
+                     model="openai/scripted-judge", profile=server.profile, no_debate=True,
                      json=True, no_progress=True, stdout=buffer)
         out[evaluator] = json.loads(buffer.getvalue())
         calls[evaluator] = server.requests[sum(len(c) for c in calls.values()):]

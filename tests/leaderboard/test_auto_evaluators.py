@@ -144,7 +144,8 @@ def test_an_upload_within_budget_starts_the_run_through_celery(
     assert run.evaluator == "pepper_judge" and run.submission == submission
     assert run.job.status == Job.Status.SUCCEEDED, run.job.error  # the task ran on commit
     assert run.job.created_by == researcher  # the uploader follows it
-    assert run.config["model"]["api_base"] == server.api_base
+    assert run.config["model"]["profile"] == "default"  # at CONCORD_LLM_API_BASE: the server
+    assert "api_base" not in run.config["model"] and "api_key_env" not in run.config["model"]
     # one PEPPER score per log (the answers may come from the gateway's shared cache, whose
     # rows other tests' worker threads committed)
     assert run.usage["units"] == 2 and run.unit_scores.filter(value__isnull=False).exists()

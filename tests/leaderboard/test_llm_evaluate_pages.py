@@ -104,18 +104,21 @@ def test_estimate_then_confirm_queues_the_run_and_a_bad_choice_stores_nothing(
         public_log_submission, author, llm_settings):  # noqa: F811
     url = reverse("leaderboard:submission_evaluate", args=[public_log_submission.uuid])
     client = _client(author)
+    assert b'id="no-model"' in client.get(url).content  # no model configured: it says so
+    llm_settings.LLM_MODEL = MODEL  # the operator's `default` profile
     page = client.get(url)
     assert b"pepper_judge" in page.content and b"trace_judge" not in page.content  # log only
-    bad = client.get(url, {"evaluator": "pepper_judge", "model": "<script>alert(1)</script>"})
+    assert b'<option value="default"' in page.content
+    bad = client.get(url, {"evaluator": "pepper_judge", "profile": "<script>alert(1)</script>"})
     assert bad.status_code == 400 and b"<script>alert" not in bad.content
-    assert b"A model name is letters" in bad.content
-    face_only = client.get(url, {"evaluator": "pepper_judge", "model": MODEL,
+    assert b"is not a model profile the operator offers (CONCORD_LLM_PROFILES)" in bad.content
+    face_only = client.get(url, {"evaluator": "pepper_judge", "profile": "default",
                                  "instructions": "relevance-v1"})
     assert b"for FACE only" in face_only.content
-    unknown = client.get(url, {"evaluator": "face", "model": MODEL,
+    unknown = client.get(url, {"evaluator": "face", "profile": "default",
                                "instructions": "relevance-v9"})
     assert unknown.status_code == 400 and b"no FACE instruction version" in unknown.content
-    confirm = client.get(url, {"evaluator": "pepper_judge", "model": MODEL, "limit": "1"})
+    confirm = client.get(url, {"evaluator": "pepper_judge", "profile": "default", "limit": "1"})
     assert confirm.status_code == 200
     expected = llm_run_estimate(submission=public_log_submission, evaluator="pepper_judge",
                                 model=model_options(model=MODEL), limit=1)
@@ -124,20 +127,25 @@ def test_estimate_then_confirm_queues_the_run_and_a_bad_choice_stores_nothing(
     assert b"Estimate" in confirm.content and b"unknown (no price for" in confirm.content
     assert Run.objects.count() == 0 and Job.objects.count() == 0  # the estimate wrote nothing
     start = reverse("leaderboard:submission_evaluate_start", args=[public_log_submission.uuid])
-    assert client.post(start, {"evaluator": "pepper_judge", "model": MODEL}).status_code == 403
+    assert client.post(start, {"evaluator": "pepper_judge", "profile": "default"}
+                       ).status_code == 403
     token = _csrf(client, url)
-    refused = client.post(start, {"evaluator": "core", "model": "bad model!",
+    refused = client.post(start, {"evaluator": "core", "profile": "SECRET_KEY",
                                   "csrfmiddlewaretoken": token})
     assert refused.status_code == 400 and Run.objects.count() == 0
     with scripted_llm_server(lambda request: PEPPER_ANSWER) as server:
         llm_settings.LLM_API_BASE = server.api_base
-        response = client.post(start, {"evaluator": "pepper_judge", "model": MODEL,
-                                       "limit": "1", "csrfmiddlewaretoken": token})
+        # An address or a variable sent along is not a field: the profile alone says where.
+        response = client.post(start, {"evaluator": "pepper_judge", "profile": "default",
+                                       "limit": "1", "csrfmiddlewaretoken": token,
+                                       "api_base": "http://127.0.0.1:9/v1",
+                                       "api_key_env": "SECRET_KEY"})
         run = Run.objects.get()
         assert response.status_code == 302
         assert response["Location"] == reverse("job_detail", args=[run.job_id])
         assert run.job.created_by == author and run.config["limit"] == 1
-        assert run.config["model"]["api_base"] == server.api_base
+        assert run.config["model"] == {"profile": "default", "model": MODEL,
+                                       "temperature": 0.0, "max_tokens": None}
         run_process(job_id=run.job_id)  # what the worker runs (eager Celery ran it already)
         run.refresh_from_db()
         assert run.job.status == Job.Status.SUCCEEDED, run.job.error

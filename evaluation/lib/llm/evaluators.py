@@ -113,9 +113,10 @@ EVALUATORS: dict[str, LLMEvaluator] = {
               for a in FACE_ASPECTS.values())),
 }
 
-# Where a model is reached and with which credentials: not what it answers, so neither part of
-# the configuration hash nor of the cache key (the same model behind another host is the same).
-_LOCATION_KEYS = frozenset({"api_base", "api_key_env"})
+# Where a model is reached and with which credentials (the operator's profile; older
+# configurations: an address and a variable): not what it answers, so neither part of the
+# configuration hash nor of the cache key (the same model behind another host is the same).
+_LOCATION_KEYS = frozenset({"profile", "api_base", "api_key_env"})
 
 
 def llm_config_hash(config: Mapping[str, Any]) -> str:

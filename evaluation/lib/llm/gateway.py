@@ -75,6 +75,8 @@ class ModelConfig:
     ``api_base``, the key and ``timeout`` say where and how to reach the model, not what it
     answers, so they are left out of the hash and of the cache key: the same model behind a
     different host shares its cache. Give distinct model names to distinct weights.
+    ``api_key_env`` is the variable the key is read from at call time; Concord fills it only
+    from the operator's model profile (evaluation.lib.llm.profiles), never from user input.
     """
 
     model: str

@@ -27,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.lib.demo import generate_demo_bundle
 from evaluation.lib.formats.bundle import Bundle, write_bundle
+from evaluation.lib.llm.profiles import parse_profiles
 from evaluation.lib.simulators.bench_server import BenchLLMServer
 from evaluation.models import Benchmark, Job
 from evaluation.services.benchmarks import benchmark_import
@@ -72,11 +73,15 @@ class Command(BaseCommand):
         server = BenchLLMServer(latency=latency, concurrency=concurrency).start()
         pool = None
         try:
-            # A model name of its own per run: the database cache must not answer.
-            model = model_options(model=f"openai/bench-{time.time_ns()}",
-                                  api_base=server.api_base)
+            # A model name of its own per run: the database cache must not answer. The bench
+            # server is a model profile of this process and of the workers it starts.
+            profiles = json.dumps({"bench": {"model": f"openai/bench-{time.time_ns()}",
+                                             "api_base": server.api_base}})
+            settings.LLM_PROFILES = parse_profiles(profiles, credentials=settings.CREDENTIALS)
+            model = model_options(profile="bench")
             if workers:
-                pool = WorkerPool(workers, llm_slots=concurrency // workers).start()
+                pool = WorkerPool(workers, llm_slots=concurrency // workers,
+                                  env={"CONCORD_LLM_PROFILES": profiles}).start()
             simulation = simulation_create(
                 benchmark=bench, system=live, simulator="pepper", users=users, turns=turns,
                 model=model, batch_size=batch_size or (10 if workers else users),
@@ -125,11 +130,12 @@ class WorkerPool:
     """N `celery worker --concurrency=1` processes on this broker and database, each with
     LLM_SLOTS gateway slots; their output is drained so that they never block on a pipe."""
 
-    def __init__(self, count: int, *, llm_slots: int):
+    def __init__(self, count: int, *, llm_slots: int, env: dict | None = None):
         self.count, self.llm_slots, self.processes, self.ready = count, llm_slots, [], []
+        self.env = env or {}
 
     def start(self) -> "WorkerPool":
-        env = {**os.environ, "CONCORD_LLM_MAX_CONCURRENCY": str(self.llm_slots),
+        env = {**os.environ, **self.env, "CONCORD_LLM_MAX_CONCURRENCY": str(self.llm_slots),
                "CELERY_TASK_ALWAYS_EAGER": "0"}
         for number in range(self.count):
             process = subprocess.Popen(

@@ -5,7 +5,8 @@ evaluators (docs/llm.md) are `core` (CoRE: twelve factors and a debate, `log` su
 `trace_judge` (Trace LLM judge, `turn`), `pepper_judge` (PEPPER judge, `log`) and `face` (FACE:
 particles scored from score distributions, `log`; `--instructions relevance-v1` uses an optimized
 instruction set from `face_optimize`), each with
-the model given by --model/--api-base/--api-key-env or the CONCORD_LLM_* settings.
+the operator's model profile given by --profile (default: `default`, the CONCORD_LLM_* settings),
+its model replaced by --model if given.
 `--submission-id` re-evaluates a stored submission (with the LLM cache, at no cost).
 
 By default the run executes in this process (the same `run_process` a worker runs, recording

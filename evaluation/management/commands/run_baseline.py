@@ -2,7 +2,8 @@
 store its submission under the baseline's system and evaluate it in this process.
 
 The LLM baselines `llm_zero_shot` and `rag_citation` (docs/llm.md) call the model given by
---model/--api-base/--api-key-env or the CONCORD_LLM_* settings; `all` never includes them."""
+--profile (the operator's model profiles; default: the CONCORD_LLM_* settings) and --model;
+`all` never includes them."""
 
 import json
 import sys

@@ -4,19 +4,22 @@
         --simulator template --users 20 --turns 10 --json
 
 Without `--worker` the batches run in this process (a progress bar per user); with it they are
-queued for Celery workers and the command prints the job's id and returns.
+queued for Celery workers and the command prints the job's id and returns. `--endpoint URL`
+registers (or changes) the system's live endpoint first, with `--credential NAME` (one of the
+operator's CONCORD_CREDENTIALS, offered to the system's owner) as its key, as the API does.
 """
 
 import json
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from evaluation.cli import ProgressBars, add_llm_arguments, llm_model_options
 from evaluation.lib.metrics.preference import KS
 from evaluation.lib.simulators.simulators import SIMULATORS
 from evaluation.models import Benchmark, Job, System
-from evaluation.services.live import live_baselines_ensure
+from evaluation.services.live import live_baselines_ensure, system_set_live
 from evaluation.services.simulations import (
     POOLS,
     simulation_create,
@@ -40,6 +43,12 @@ class Command(BaseCommand):
                                  "user's dialogue candidates")
         parser.add_argument("--batch-size", type=int, default=10)
         parser.add_argument("--failure-threshold", type=float, default=0.5)
+        parser.add_argument("--endpoint", default="",
+                            help="register (or change) the system's concord-live/1 endpoint "
+                                 "first (docs/formats.md §4)")
+        parser.add_argument("--credential", default="",
+                            help="with --endpoint: the name of a key the operator offers "
+                                 "(CONCORD_CREDENTIALS), sent as a Bearer token; default: none")
         parser.add_argument("--worker", action="store_true",
                             help="queue the batches for Celery workers and return")
         parser.add_argument("--json", action="store_true", dest="as_json")
@@ -47,7 +56,8 @@ class Command(BaseCommand):
         add_llm_arguments(parser)
 
     def handle(self, *, benchmark, system, simulator, users, turns, seed, pool, batch_size,
-               failure_threshold, worker, as_json, no_progress, **options):
+               failure_threshold, worker, as_json, no_progress, endpoint="", credential="",
+               **options):
         bench = Benchmark.objects.filter(slug=benchmark).first()
         if bench is None:
             raise CommandError(f"no benchmark {benchmark!r}")
@@ -59,11 +69,18 @@ class Command(BaseCommand):
             raise CommandError(f"no system {system!r}")
         model = llm_model_options(options) if SIMULATORS[simulator].needs_llm or (
             found.live_adapter in ("llm_zero_shot", "rag_citation")) else None
+        if credential and not endpoint:
+            raise CommandError("--credential is registered with the endpoint: give --endpoint "
+                               "too")
         try:
-            simulation = simulation_create(
-                benchmark=bench, system=found, simulator=simulator, users=users, turns=turns,
-                seed=seed, model=model, batch_size=batch_size, pool=pool,
-                failure_threshold=failure_threshold, enqueue=worker)
+            with transaction.atomic():
+                if endpoint:
+                    system_set_live(system=found, endpoint=endpoint, credential=credential,
+                                    timeout_seconds=found.live_timeout_seconds)
+                simulation = simulation_create(
+                    benchmark=bench, system=found, simulator=simulator, users=users,
+                    turns=turns, seed=seed, model=model, batch_size=batch_size, pool=pool,
+                    failure_threshold=failure_threshold, enqueue=worker)
         except ValidationError as error:
             raise CommandError("; ".join(error.messages)) from error
         if worker:
