@@ -245,7 +245,7 @@ LEGACY_PROBLEM = ("credential 'SECRET_KEY' is not one the operator offers "
 
 
 def _legacy(system: System, name: str = "SECRET_KEY") -> System:
-    """What `live_api_key_env` held before it became `live_credential` (migration 0021_credentials)."""
+    """What `live_api_key_env` held before it became `live_credential` (0021_credentials)."""
     System.objects.filter(pk=system.pk).update(live_credential=name)
     system.refresh_from_db()
     return system
