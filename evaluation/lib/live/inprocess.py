@@ -80,7 +80,7 @@ class _InProcess:
                                    review_ids=self.review_ids,
                                    candidate_item_ids=request.candidate_item_ids)
         except LiveAnswerError as error:
-            raise LiveCallError("invalid", str(error)) from None
+            raise LiveCallError(error.kind, str(error)) from None
 
 
 class RankerSystem(_InProcess):
