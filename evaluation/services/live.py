@@ -13,14 +13,19 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from evaluation.lib.deadlines import BoundedPool
 from evaluation.lib.live.client import HttpLiveSystem, LiveSettings
 from evaluation.lib.live.hosts import EndpointRefused, resolve_allowed
-from evaluation.lib.live.inprocess import adapters, inprocess_system
+from evaluation.lib.live.inprocess import Deadlined, adapters, inprocess_system
 from evaluation.lib.rankers import Catalogue
 from evaluation.models import Benchmark, System
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.llm_runs import llm_gateway, model_config, model_options
 from evaluation.services.submissions import system_create, system_get_or_create_baseline
+
+# The threads in-process baselines answer on (this process's; their callers wait at most the
+# system's timeout, so stuck calls hold at most this many threads).
+INPROCESS_POOL = BoundedPool(settings.LIVE_INPROCESS_THREADS, "inprocess-call")
 
 LIVE_FIELDS = ("live_kind", "live_endpoint", "live_adapter", "live_api_key_env",
                "live_timeout_seconds", "live_max_retries", "live_backoff_seconds",
@@ -96,9 +101,11 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
     if system.live_kind == System.LiveKind.INPROCESS:
         info = {a.key: a for a in adapters()}[system.live_adapter]
         if not info.needs_llm:
-            return inprocess_system(system.live_adapter, catalogue)
-        return inprocess_system(system.live_adapter, catalogue, gateway=llm_gateway(),
-                                config=model_config(model or model_options()), meter=meter)
+            inner = inprocess_system(system.live_adapter, catalogue)
+        else:
+            inner = inprocess_system(system.live_adapter, catalogue, gateway=llm_gateway(),
+                                     config=model_config(model or model_options()), meter=meter)
+        return Deadlined(inner, timeout_seconds=system.live_timeout_seconds, pool=INPROCESS_POOL)
     api_key = None
     if system.live_api_key_env:
         api_key = os.environ.get(system.live_api_key_env)
