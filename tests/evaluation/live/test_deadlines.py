@@ -1,12 +1,16 @@
 """Total deadlines and hostile answers of the live HTTP client (issue 28.3 and 28.4;
 docs/operations.md, "Deadlines and hostile answers"), against real servers on 127.0.0.1."""
 
+import threading
 import time
 
 import pytest
 
+from evaluation.lib.deadlines import BoundedPool
 from evaluation.lib.live.client import MAX_ANSWER_BYTES, HttpLiveSystem, LiveCallError, LiveSettings
-from evaluation.lib.live.contract import LiveRequest
+from evaluation.lib.live.contract import LiveAnswer, LiveRequest
+from evaluation.lib.live.inprocess import Deadlined
+from evaluation.services.live import INPROCESS_POOL, live_baselines_ensure, live_client
 from tests.support.live_server import Raw, live_server, trickled
 
 DEV = ["localhost", "127.0.0.0/8", "::1"]
@@ -108,3 +112,65 @@ def test_an_oversized_body_of_undeclared_length_is_cut_at_the_limit():
         with pytest.raises(LiveCallError, match="over 2,097,152 bytes") as caught:
             client(server.url).turn(LiveRequest("tiny", "d", 1, (), "x"))
     assert caught.value.kind == "too_large"
+
+
+class _Loading:
+    """An in-process system whose model is still loading: it answers once RELEASE is set."""
+
+    def __init__(self, release: threading.Event):
+        self.release, self.started = release, 0
+
+    def turn(self, request):
+        self.started += 1
+        self.release.wait(30)
+        return LiveAnswer("loaded", ("r1",))
+
+
+def test_an_in_process_system_that_stalls_frees_its_caller_at_the_deadline():
+    release = threading.Event()
+    stalled = _Loading(release)
+    pool = BoundedPool(2, "test-call")
+    system = Deadlined(stalled, timeout_seconds=0.5, pool=pool)
+    try:
+        started = time.monotonic()
+        with pytest.raises(LiveCallError, match=r"^timeout: timed out after 0.5 s$"):
+            system.turn(LiveRequest("tiny", "d", 1, (), "hello"))
+        assert time.monotonic() - started <= 0.5 + MARGIN
+        threads = threading.active_count()
+        with pytest.raises(LiveCallError, match="timed out after 0.5 s"):
+            system.turn(LiveRequest("tiny", "d", 1, (), "again"))
+        # both pool threads are stuck now: a third call waits in the queue, times out there
+        # and is dropped, and no thread is added for it
+        with pytest.raises(LiveCallError, match="all 2 test-call threads were busy"):
+            system.turn(LiveRequest("tiny", "d", 1, (), "third"))
+        assert pool.busy == 2 and stalled.started == 2
+        assert threading.active_count() <= threads + 1
+    finally:
+        release.set()
+    deadline = time.monotonic() + 5
+    while pool.busy and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pool.busy == 0 and stalled.started == 2  # the dropped call never ran
+    answer = Deadlined(stalled, timeout_seconds=5, pool=pool).turn(
+        LiveRequest("tiny", "d", 1, (), "now"))
+    assert answer.response == "loaded"
+
+
+def test_an_in_process_system_raising_passes_its_error_through_the_pool():
+    class Broken:
+        def turn(self, request):
+            raise TimeoutError("its own socket timed out")  # not the deadline's
+
+    with pytest.raises(TimeoutError, match="its own socket"):
+        Deadlined(Broken(), timeout_seconds=5, pool=BoundedPool(1, "t")).turn(
+            LiveRequest("tiny", "d", 1, (), "x"))
+
+
+@pytest.mark.django_db
+def test_live_client_gives_in_process_baselines_their_deadline(tiny_benchmark):
+    systems = {s.live_adapter: s for s in live_baselines_ensure()}
+    client_ = live_client(system=systems["tfidf"], benchmark=tiny_benchmark)
+    assert isinstance(client_, Deadlined) and client_.pool is INPROCESS_POOL
+    assert client_.timeout_seconds == systems["tfidf"].live_timeout_seconds == 120.0
+    answer = client_.turn(LiveRequest("tiny", "d", 1, (), "quiet seafood"))
+    assert answer.ranked_item_ids and answer.response
