@@ -7,17 +7,19 @@ simulation (or an arena) calls once per turn: `client.turn(LiveRequest) -> LiveA
 `LiveCallError`. The API key is read from the environment at call time, never stored.
 """
 
+import logging
 import os
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from evaluation.lib.deadlines import BoundedPool
 from evaluation.lib.live.client import HttpLiveSystem, LiveSettings
 from evaluation.lib.live.hosts import EndpointRefused, resolve_allowed
 from evaluation.lib.live.inprocess import Deadlined, adapters, inprocess_system
 from evaluation.lib.rankers import Catalogue
+from evaluation.lib.rankers.embeddings import EmbeddingsUnavailable, shared_encoder
 from evaluation.models import Benchmark, System
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.llm_runs import llm_gateway, model_config, model_options
@@ -26,6 +28,12 @@ from evaluation.services.submissions import system_create, system_get_or_create_
 # The threads in-process baselines answer on (this process's; their callers wait at most the
 # system's timeout, so stuck calls hold at most this many threads).
 INPROCESS_POOL = BoundedPool(settings.LIVE_INPROCESS_THREADS, "inprocess-call")
+
+# The in-process baselines that need the sentence-embedding model (Dense, and Hybrid-RRF's
+# dense signal): loading it took minutes on a busy machine, in the first call's time.
+ENCODER_ADAPTERS = ("dense", "hybrid-rrf")
+
+logger = logging.getLogger(__name__)
 
 LIVE_FIELDS = ("live_kind", "live_endpoint", "live_adapter", "live_api_key_env",
                "live_timeout_seconds", "live_max_retries", "live_backoff_seconds",
@@ -120,3 +128,25 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
                               max_retries=system.live_max_retries,
                               backoff_seconds=system.live_backoff_seconds,
                               max_concurrency=system.live_max_concurrency))
+
+
+def live_warm_up() -> str:
+    """Load the in-process baselines' sentence-embedding model now, when a live system needs it
+    and `CONCORD_LIVE_WARM_UP` is on: a web process (config.wsgi.warm_up) or a worker process
+    (config.celery) does this as it starts, so the first battle or simulation does not wait
+    for it. What happened, for the log."""
+    if not settings.LIVE_WARM_UP:
+        return "off"
+    try:
+        needed = System.objects.filter(live_kind=System.LiveKind.INPROCESS,
+                                       live_adapter__in=ENCODER_ADAPTERS).exists()
+    except DatabaseError:  # not migrated yet: nothing can be live
+        return "no database"
+    if not needed:
+        return "not needed"
+    try:
+        shared_encoder().model  # noqa: B018 (loading is the point)
+    except EmbeddingsUnavailable as error:
+        logger.warning("in-process baselines not warmed: %s", error)
+        return f"unavailable: {error}"
+    return "loaded"
