@@ -63,6 +63,11 @@ def _provider_errors() -> tuple[type[BaseException], ...]:
 
 logger = logging.getLogger(__name__)
 
+# The threads every gateway of this process makes its HTTP calls on. A call whose caller gave
+# up at its deadline may still run on one until litellm returns; the cap bounds how many such
+# threads can pile up, whatever the number of gateways (the services make one per job).
+CALL_POOL = BoundedPool(64, "llm-call")
+
 CACHE_FORMAT_VERSION = 1
 Messages = Sequence[Mapping[str, Any]]
 
@@ -311,9 +316,7 @@ class LLMGateway:
         self.usage = UsageMeter()  # everything this gateway did, across runs
         self._completion_fn = completion_fn or _litellm().completion
         self._slots = threading.BoundedSemaphore(max_concurrency)
-        # Calls whose caller gave up at their deadline may still run here; twice the slots
-        # bound the threads such calls can hold.
-        self._calls = BoundedPool(2 * max_concurrency, "llm-call")
+        self._calls = CALL_POOL
         self._in_flight = _InFlightLocks()
         self._rng_lock = threading.Lock()
 
