@@ -388,6 +388,8 @@ ARENA_MESSAGES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_ADDRE
 # of the Dense or Hybrid-RRF baseline loads it, within that call's deadline).
 LIVE_INPROCESS_THREADS = env_int("CONCORD_LIVE_INPROCESS_THREADS", 8)
 LIVE_WARM_UP = env_bool("CONCORD_LIVE_WARM_UP", True)
+if LIVE_INPROCESS_THREADS < 1:
+    raise ImproperlyConfigured("CONCORD_LIVE_INPROCESS_THREADS must be at least 1")
 
 LOGGING = {
     "version": 1,

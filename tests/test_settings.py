@@ -48,3 +48,9 @@ def test_postgresql_prepares_repeated_statements_unless_turned_off(tmp_path):
     assert "'prepare_threshold': None" in off.stdout, off.stderr
     sqlite = manage("shell", "-c", show, tmp_path=tmp_path)
     assert "server_side_binding" not in sqlite.stdout, sqlite.stderr
+
+
+def test_in_process_baselines_need_at_least_one_thread(tmp_path):
+    result = manage("check", tmp_path=tmp_path, CONCORD_LIVE_INPROCESS_THREADS="0")
+    assert result.returncode != 0
+    assert "CONCORD_LIVE_INPROCESS_THREADS must be at least 1" in result.stderr
