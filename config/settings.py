@@ -390,6 +390,8 @@ LIVE_INPROCESS_THREADS = env_int("CONCORD_LIVE_INPROCESS_THREADS", 8)
 LIVE_WARM_UP = env_bool("CONCORD_LIVE_WARM_UP", True)
 if LIVE_INPROCESS_THREADS < 1:
     raise ImproperlyConfigured("CONCORD_LIVE_INPROCESS_THREADS must be at least 1")
+if LLM_TIMEOUT_SECONDS <= 0:  # each LLM call's deadline (timeout × attempts in all)
+    raise ImproperlyConfigured("CONCORD_LLM_TIMEOUT_SECONDS must be positive")
 
 LOGGING = {
     "version": 1,
