@@ -5,7 +5,7 @@ import os
 import threading
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,27 @@ def _sweep_jobs_on_start_and_on_a_timer(**kwargs):
 
 
 stop = threading.Event()
+
+
+@worker_process_init.connect
+def _warm_inprocess_baselines(**kwargs):
+    """Each worker process loads the in-process baselines' embedding model as it starts, on
+    a thread (a process must finish starting within seconds), so the first simulation of the
+    Dense baseline does not wait for it (docs/operations.md, "Deadlines and hostile answers")."""
+
+    def warm():
+        from django.db import connection
+
+        from evaluation.services.live import live_warm_up
+
+        try:
+            logger.info("in-process baselines: %s", live_warm_up())
+        except Exception:  # noqa: BLE001 - the first call loads it then, within its deadline
+            logger.exception("warming the in-process baselines failed")
+        finally:
+            connection.close()
+
+    threading.Thread(target=warm, name="concord-warm-up", daemon=True).start()
 
 
 @worker_shutdown.connect

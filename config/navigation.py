@@ -13,6 +13,7 @@ LINKS = {
     "home": "home",
     "benchmarks": "benchmark_list",
     "leaderboards": "leaderboard:index",
+    "arenas": "leaderboard:arena_index",
     "studies": "annotation:study_list",
     "metric_boards": "annotation:metric_board_index",
     "systems": "leaderboard:system_list",

@@ -103,6 +103,13 @@ def prep(model: type[models.Model], name: str, value):
     return field_of(model, name).get_db_prep_save(value, connection)
 
 
+def locks_rows() -> bool:
+    """Whether the database takes `SELECT … FOR UPDATE` (PostgreSQL does; SQLite refuses it, and
+    serialises writers by its transaction's one write lock instead: settings begin SQLite
+    transactions IMMEDIATE)."""
+    return connection.features.has_select_for_update
+
+
 def placeholders(count: int) -> str:
     """COUNT statement parameters, comma-separated: `%s, %s, …`."""
     return ", ".join(["%s"] * count)

@@ -417,6 +417,18 @@ ARENA_BATTLES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_BATTLES_PER_HOUR_ADDRESS
 ARENA_MESSAGES_PER_HOUR_SESSION = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_SESSION", 120)
 ARENA_MESSAGES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_ADDRESS", 400)
 
+# Deadlines on outbound calls (docs/operations.md, "Deadlines and hostile answers"): the threads
+# per process that in-process baselines answer on (a caller waits at most the system's timeout;
+# a stuck call keeps one of these threads, never more), and whether a web process or worker
+# loads the in-process baselines' sentence-embedding model as it starts (else the first call
+# of the Dense or Hybrid-RRF baseline loads it, within that call's deadline).
+LIVE_INPROCESS_THREADS = env_int("CONCORD_LIVE_INPROCESS_THREADS", 8)
+LIVE_WARM_UP = env_bool("CONCORD_LIVE_WARM_UP", True)
+if LIVE_INPROCESS_THREADS < 1:
+    raise ImproperlyConfigured("CONCORD_LIVE_INPROCESS_THREADS must be at least 1")
+if LLM_TIMEOUT_SECONDS <= 0:  # each LLM call's deadline (timeout × attempts in all)
+    raise ImproperlyConfigured("CONCORD_LLM_TIMEOUT_SECONDS must be positive")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -19,8 +19,9 @@ def warm_up() -> int:
 
     With `gunicorn --preload` this runs once, before the workers fork (docs/performance.md):
     every view is imported (the URLconf pulls in NumPy, SciPy and scikit-learn: seconds), the
-    arena's compiled Elo kernels loaded, every template of the project compiled into the cached
-    loader, the template tag libraries loaded. Then the objects made so far are moved out of
+    arena's compiled Elo kernels and the in-process baselines' embedding model loaded (when a
+    live system uses it), every template of the project compiled into the cached loader, the
+    template tag libraries loaded. Then the objects made so far are moved out of
     the garbage collector's reach (`gc.freeze`): they live as long as the process, and each
     full collection would otherwise walk all of them (≈ 210,000, ≈ 100 ms) in the middle of
     some request, and write to the memory pages the forked workers share.
@@ -28,6 +29,11 @@ def warm_up() -> int:
     get_resolver().url_patterns  # noqa: B018 (the import is the point)
     # the arena's compiled Elo kernels (docs/performance-history.md, "Arena ratings")
     elo_kernels_load()
+    # the in-process baselines' embedding model (docs/operations.md, "Deadlines and hostile
+    # answers"): loaded, never run, so forked workers share its weights and start no threads
+    from evaluation.services.live import live_warm_up
+
+    live_warm_up()
     compiled = 0
     for engine in engines.all():
         for folder in map(Path, engine.dirs):  # the project's own, not those of packages

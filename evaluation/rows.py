@@ -82,16 +82,19 @@ def battle_turns(battle: Battle) -> list[BattleTurn]:
 
 
 @functools.cache
-def _status_locked() -> str:
+def _status_locked(vendor: str) -> str:
+    lock = " FOR UPDATE" if rows.locks_rows() else ""
     return (f"SELECT {col(Battle, 'status')} FROM {table(Battle)} "
-            f"WHERE {rows.where(Battle, (('pk', '='),))} FOR UPDATE")
+            f"WHERE {rows.where(Battle, (('pk', '='),))}{lock}")
 
 
 def battle_status_locked(battle: Battle) -> str:
     """BATTLE's status, its row locked until the transaction ends (`SELECT … FOR UPDATE` on the
-    battle's row alone: no join, so no other table's row is locked)."""
+    battle's row alone: no join, so no other table's row is locked). SQLite has no row locks
+    and refuses `FOR UPDATE`: there the transaction itself serialises (it begins IMMEDIATE,
+    taking the database's one write lock), so the plain SELECT is as safe."""
     with connection.cursor() as cursor:
-        cursor.execute(_status_locked(), [battle.pk])
+        cursor.execute(_status_locked(connection.vendor), [battle.pk])
         return cursor.fetchone()[0]
 
 

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
 from evaluation.selectors import benchmarks as selectors
+from evaluation.selectors.arena import arena_of_benchmark
 from evaluation.selectors.downloads import benchmark_public_download as public_download
 from evaluation.selectors.downloads import benchmark_sample_download
 from evaluation.selectors.simulations import simulation_report
@@ -60,6 +61,7 @@ def benchmark_detail(request, slug):
         "split": split,
         "difficulty": difficulty,
         "public_splits": selectors.public_splits(benchmark),
+        "battle_arena": arena_of_benchmark(benchmark),
     }
     if request.htmx:
         return render(request, "evaluation/_dialogue_table.html", context)

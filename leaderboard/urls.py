@@ -47,6 +47,8 @@ urlpatterns = [
          name="arena_battle_start"),
     path("arena/battles/<uuid:uuid>/", views_arena.arena_battle, name="arena_battle"),
     path("arena/battles/<uuid:uuid>/say/", views_arena.arena_battle_say, name="arena_battle_say"),
+    path("arena/battles/<uuid:uuid>/retry/", views_arena.arena_battle_retry,
+         name="arena_battle_retry"),
     path("arena/battles/<uuid:uuid>/replies/<int:index>/<str:side>/",
          views_arena.arena_battle_reply, name="arena_battle_reply"),
     path("arena/battles/<uuid:uuid>/vote/", views_arena.arena_battle_vote,

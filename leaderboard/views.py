@@ -33,6 +33,7 @@ from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import Split
+from evaluation.selectors.arena import arena_of_benchmark
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
 from evaluation.services.credentials import credential_names, credential_problem
 from evaluation.services.live import system_set_live
@@ -174,6 +175,7 @@ def board(request, benchmark, protocol=None):
         "protocols": protocols,
         "coverage_links": [(c, _query(params, splits=c.param)) for c in lb.other_coverages],
         "problem": problem,
+        "battle_arena": arena_of_benchmark(benchmark),
     }
     status = 400 if problem else 200
     if request.htmx:

@@ -27,6 +27,7 @@ from evaluation.services.arena import (
     arena_live_systems,
     battle_abandon,
     battle_replies_start,
+    battle_retry,
     battle_say,
     battle_start,
     battle_vote,
@@ -130,6 +131,27 @@ def arena_battle_say(request, uuid):
     if not request.headers.get("HX-Request"):
         return redirect("leaderboard:arena_battle", uuid=battle.uuid)
     # battle_say found the battle open under its lock: the row read above is still true
+    return render(request, "leaderboard/_arena_body.html",
+                  {"view": battle_view(battle=battle, fresh=True, turns=turns)})
+
+
+@require_POST
+def arena_battle_retry(request, uuid):
+    """Ask the systems that failed to answer the last message again (the same message)."""
+    battle = get_battle_for_request(request, uuid)
+    wait = _throttled(request, "message", settings.ARENA_MESSAGES_PER_HOUR_SESSION,
+                      settings.ARENA_MESSAGES_PER_HOUR_ADDRESS)
+    if wait:
+        return _too_many(request, wait, "leaderboard/_arena_body.html",
+                         {"view": battle_view(battle=battle)})
+    try:
+        index, sides = battle_retry(battle=battle)
+    except ValidationError as error:
+        return _body(request, battle, status=400, error=" ".join(error.messages))
+    turns = battle_turns(battle)
+    battle_replies_start(battle=battle, index=index, turns=turns, sides=sides)
+    if not request.headers.get("HX-Request"):
+        return redirect("leaderboard:arena_battle", uuid=battle.uuid)
     return render(request, "leaderboard/_arena_body.html",
                   {"view": battle_view(battle=battle, fresh=True, turns=turns)})
 

@@ -65,3 +65,15 @@ def test_malformed_credentials_and_model_profiles_are_refused_loudly(tmp_path):
                   tmp_path=tmp_path, CONCORD_CREDENTIALS="demo=DEMO_KEY",
                   CONCORD_LLM_PROFILES='{"fast": {"model": "openai/x", "credential": "demo"}}')
     assert fine.stdout.strip().endswith("['fast'] ['demo']"), fine.stderr
+
+
+def test_in_process_baselines_need_at_least_one_thread(tmp_path):
+    result = manage("check", tmp_path=tmp_path, CONCORD_LIVE_INPROCESS_THREADS="0")
+    assert result.returncode != 0
+    assert "CONCORD_LIVE_INPROCESS_THREADS must be at least 1" in result.stderr
+
+
+def test_llm_calls_need_a_positive_deadline(tmp_path):
+    result = manage("check", tmp_path=tmp_path, CONCORD_LLM_TIMEOUT_SECONDS="0")
+    assert result.returncode != 0
+    assert "CONCORD_LLM_TIMEOUT_SECONDS must be positive" in result.stderr

@@ -208,6 +208,7 @@ ACCESS.update({
                                         dict.fromkeys(PERSONAS, 405))],
     "leaderboard:arena_battle": [(_BATTLE, "get", _NOBODY)],
     "leaderboard:arena_battle_say": [(_BATTLE, "post", _NOBODY)],
+    "leaderboard:arena_battle_retry": [(_BATTLE, "post", _NOBODY)],
     "leaderboard:arena_battle_reply": [({**_BATTLE, "index": 0, "side": "a"}, "get", _NOBODY)],
     "leaderboard:arena_battle_vote": [(_BATTLE, "post", _NOBODY)],
     "leaderboard:arena_battle_abandon": [(_BATTLE, "post", _NOBODY)],

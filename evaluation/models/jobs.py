@@ -65,8 +65,11 @@ class Job(models.Model):
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.pk} ({self.status})"
 
-    STALE_ERROR = ("The worker stopped reporting progress (it probably died); retry the job "
-                   "or start it again.")
+    # Not the broker (an unreachable broker refuses the job before it is stored: 503) and not
+    # the system a job calls (its failures are the job's own message): the process running it.
+    STALE_ERROR = ("The worker stopped reporting progress: the process running this job was "
+                   "stopped, killed or cut off from the database. Retry the job or start it "
+                   "again.")
 
     @staticmethod
     def heartbeat_interval() -> timedelta:

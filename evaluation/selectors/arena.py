@@ -14,7 +14,6 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation.lib.live.client import MAX_BACKOFF_SECONDS
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, System
 from evaluation.rows import battle_turns
 from evaluation.selectors.benchmarks import scenario_rows
@@ -24,11 +23,28 @@ SIDE_LABELS = {BattleTurn.Side.A: "System A", BattleTurn.Side.B: "System B"}
 
 
 def call_deadline_seconds(system: System) -> float:
-    """The longest a call to SYSTEM can take: every attempt times out, every backoff is maximal."""
-    attempts = system.live_max_retries + 1
-    backoff = sum(min(system.live_backoff_seconds * 2 ** n, MAX_BACKOFF_SECONDS)
-                  for n in range(system.live_max_retries))
-    return system.live_timeout_seconds * attempts + backoff + 10.0
+    """The longest a call to SYSTEM can take: the live client ends every call, retries and
+    their waits included, within timeout × attempts (docs/operations.md, "Deadlines and hostile
+    answers"); ten seconds more for the row's own write."""
+    return system.live_timeout_seconds * (system.live_max_retries + 1) + 10.0
+
+
+# What a failed answer's kind means, as the battle page says it. A system's own error text is
+# never shown before the vote: it may name the system.
+FAILURES = {
+    "timeout": "it took longer than its time limit",
+    "unreachable": "it could not be reached",
+    "refused": "this server may not call it",
+    "http_status": "it answered with an HTTP error",
+    "too_large": "its answer was too large to read",
+    "not_json": "its answer was not JSON",
+    "too_deep": "its answer was nested too deeply",
+    "bad_number": "its answer held a number that cannot be used",
+    "wrong_type": "its answer had a field of the wrong type",
+    "invalid": "its answer broke the contract",
+    "crashed": "it crashed",
+    "interrupted": "the call was cut off (Concord restarted)",
+}
 
 
 def _system(battle: Battle, side: str) -> System:
@@ -74,6 +90,10 @@ class Reply:
     error_kind: str = ""
     latency_ms: int | None = None
 
+    @property
+    def failure(self) -> str:
+        return FAILURES.get(self.error_kind, "it failed")
+
 
 @dataclass
 class Exchange:
@@ -91,6 +111,7 @@ class BattleView:
     pending: bool
     can_say: bool
     can_vote: bool
+    can_retry: bool = False  # a system failed to answer the last message: ask it again
     reveal: dict | None = None  # after the vote: names, the outcome, latencies
     scenario: list[tuple[str, str]] = field(default_factory=list)
 
@@ -130,8 +151,12 @@ def battle_view(*, battle: Battle, fresh: bool = False,
         vote = battle.vote
         reveal = {"a": battle.system_a, "b": battle.system_b, "outcome": vote.outcome,
                   "outcome_label": vote.get_outcome_display(), "reason": vote.reason}
+    failed_last = bool(views) and any(r.state != BattleTurn.State.OK and
+                                      r.state != BattleTurn.State.PENDING
+                                      for r in (views[-1].a, views[-1].b))
     return BattleView(battle=battle, exchanges=views, finished_exchanges=finished,
                       pending=waiting, can_say=is_open and not waiting,
+                      can_retry=is_open and not waiting and failed_last,
                       can_vote=is_open and not waiting and finished > 0, reveal=reveal,
                       scenario=scenario_rows(
                           {k: v for k, v in battle.scenario.items() if k != "dialogue_id"}))

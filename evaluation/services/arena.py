@@ -219,6 +219,28 @@ def battle_say(*, battle: Battle, text: str) -> int:
     return index
 
 
+@transaction.atomic
+def battle_retry(*, battle: Battle) -> tuple[int, list[str]]:
+    """Ask again the systems whose answer to the person's last message failed (or was cut
+    off): their rows are pending again, the other side's answer stays. The message's index and
+    the sides to call (`battle_replies_start`); refused while an answer is pending or when
+    both answered."""
+    battle, turns = _locked_open(battle)
+    if any(t.state == BattleTurn.State.PENDING for t in turns):
+        raise ValidationError("wait until both systems have answered")
+    last = max((t.index for t in turns if t.side == BattleTurn.Side.USER), default=None)
+    failed = [t for t in turns if t.index == last and t.side != BattleTurn.Side.USER
+              and t.state == BattleTurn.State.ERROR]
+    if not failed:
+        raise ValidationError("nothing to ask again: both systems answered your last message")
+    now = timezone.now()
+    BattleTurn.objects.filter(pk__in=[t.pk for t in failed]).update(
+        state=BattleTurn.State.PENDING, error_kind="", error="", latency_ms=None,
+        settled_at=None, created_at=now)  # a new call: its own time before it reads as cut off
+    battle_touch(battle, now)
+    return last, [t.side for t in failed]
+
+
 _CATALOGUES: dict[tuple, tuple[float, Catalogue]] = {}
 _CATALOGUES_LOCK = threading.Lock()
 CATALOGUE_SECONDS = 600.0
@@ -321,19 +343,21 @@ CALLS = _CallPool()
 
 
 def battle_replies_start(*, battle: Battle, index: int,
-                         turns: list[BattleTurn] | None = None) -> list:
+                         turns: list[BattleTurn] | None = None, sides=SIDES) -> list:
     """Call both systems for message INDEX at once (after the message's transaction committed);
     the futures, for callers that wait (the bench command, tests).
 
     BATTLE was read with its arena's benchmark and both systems (`get_battle_for_request`);
     TURNS, its turns including message INDEX's rows, when the caller has just read them (the
     page does). Each system's request is built here, so a call thread only calls and settles
-    its row: one statement on its own connection."""
+    its row: one statement on its own connection. SIDES: the systems to call (a retry asks
+    only the ones that failed)."""
     if turns is None:
         turns = battle_turns(battle)
     return [CALLS.submit(_reply_settle, battle=battle, system=system,
                          request=live_request(battle, side, index, turns), index=index, side=side)
-            for side, system in zip(SIDES, (battle.system_a, battle.system_b), strict=True)]
+            for side, system in zip(SIDES, (battle.system_a, battle.system_b), strict=True)
+            if side in sides]
 
 
 # --- ending a battle --------------------------------------------------------------------------

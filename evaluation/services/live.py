@@ -8,19 +8,33 @@ simulation (or an arena) calls once per turn: `client.turn(LiveRequest) -> LiveA
 (`evaluation.services.credentials`), never a key or a variable; the key is read at call time.
 """
 
+import logging
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
+from evaluation.lib.deadlines import BoundedPool
 from evaluation.lib.live.client import HttpLiveSystem, LiveSettings
 from evaluation.lib.live.hosts import EndpointRefused, resolve_allowed
-from evaluation.lib.live.inprocess import adapters, inprocess_system
+from evaluation.lib.live.inprocess import Deadlined, adapters, inprocess_system
 from evaluation.lib.rankers import Catalogue
+from evaluation.lib.rankers.embeddings import EmbeddingsUnavailable, shared_encoder
 from evaluation.models import Benchmark, System
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.credentials import credential_check, credential_secret
 from evaluation.services.llm_runs import llm_gateway, model_config, model_options
 from evaluation.services.submissions import system_create, system_get_or_create_baseline
+
+# The threads in-process baselines answer on (this process's; their callers wait at most the
+# system's timeout, so stuck calls hold at most this many threads).
+INPROCESS_POOL = BoundedPool(settings.LIVE_INPROCESS_THREADS, "inprocess-call")
+
+# The in-process baselines that need the sentence-embedding model (Dense, and Hybrid-RRF's
+# dense signal): loading it took minutes on a busy machine, in the first call's time.
+ENCODER_ADAPTERS = ("dense", "hybrid-rrf")
+
+logger = logging.getLogger(__name__)
 
 LIVE_FIELDS = ("live_kind", "live_endpoint", "live_adapter", "live_credential",
                "live_timeout_seconds", "live_max_retries", "live_backoff_seconds",
@@ -101,9 +115,11 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
     if system.live_kind == System.LiveKind.INPROCESS:
         info = {a.key: a for a in adapters()}[system.live_adapter]
         if not info.needs_llm:
-            return inprocess_system(system.live_adapter, catalogue)
-        return inprocess_system(system.live_adapter, catalogue, gateway=llm_gateway(),
-                                config=model_config(model or model_options()), meter=meter)
+            inner = inprocess_system(system.live_adapter, catalogue)
+        else:
+            inner = inprocess_system(system.live_adapter, catalogue, gateway=llm_gateway(),
+                                     config=model_config(model or model_options()), meter=meter)
+        return Deadlined(inner, timeout_seconds=system.live_timeout_seconds, pool=INPROCESS_POOL)
     api_key = _credential_secret(system) if system.live_credential else None
     return HttpLiveSystem(
         system.live_endpoint, allowed_hosts=settings.LIVE_ALLOWED_HOSTS,
@@ -120,3 +136,25 @@ def _credential_secret(system: System) -> str:
         return credential_secret(system.live_credential, owner=system.owner)
     except ValidationError as error:
         raise ValidationError(f"system {system.slug!r}: {'; '.join(error.messages)}") from None
+
+
+def live_warm_up() -> str:
+    """Load the in-process baselines' sentence-embedding model now, when a live system needs it
+    and `CONCORD_LIVE_WARM_UP` is on: a web process (config.wsgi.warm_up) or a worker process
+    (config.celery) does this as it starts, so the first battle or simulation does not wait
+    for it. What happened, for the log."""
+    if not settings.LIVE_WARM_UP:
+        return "off"
+    try:
+        needed = System.objects.filter(live_kind=System.LiveKind.INPROCESS,
+                                       live_adapter__in=ENCODER_ADAPTERS).exists()
+    except DatabaseError:  # not migrated yet: nothing can be live
+        return "no database"
+    if not needed:
+        return "not needed"
+    try:
+        shared_encoder().model  # noqa: B018 (loading is the point)
+    except EmbeddingsUnavailable as error:
+        logger.warning("in-process baselines not warmed: %s", error)
+        return f"unavailable: {error}"
+    return "loaded"

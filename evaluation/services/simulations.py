@@ -211,9 +211,10 @@ def _fail_reason(simulation: Simulation) -> str | None:
         return None
     kind, count = Counter(k for k, _ in failed).most_common(1)[0]
     example = next(e for k, e in failed if k == kind)
+    who = "the user simulator" if kind == "simulator" else "the live system"
     return (f"Stopped: {len(failed)} of {simulation.users} dialogues failed, over the "
-            f"threshold of {simulation.failure_threshold:.0%}. Most common: {kind} ({count}×), "
-            f"e.g. {example}")
+            f"threshold of {simulation.failure_threshold:.0%}: {who} failed a turn in "
+            f"{count} of them with {kind}, e.g. {example}")
 
 
 def simulation_batch_process(*, simulation_id: int, batch: int) -> None:

@@ -43,3 +43,37 @@ document.addEventListener("htmx:xhr:progress", (event) => {
     box.querySelector("span").textContent = `${megabytes(total)} sent; checking every line…`;
   }
 });
+
+// A form sent by htmx whose request failed (a 5xx, or no answer at all) says so in its
+// `[data-htmx-error]` element instead of leaving the page as it was (htmx swaps nothing then).
+const failedForm = (event) => {
+  const form = event.target instanceof Element && event.target.closest("form");
+  return form && form.querySelector("[data-htmx-error]");
+};
+const showFailure = (event, text) => {
+  const box = failedForm(event);
+  if (!box) return;
+  box.textContent = text;
+  box.hidden = false;
+};
+// A form marked `data-swap-errors` shows its 4xx answers (they carry their own message: "wait
+// until both systems have answered", a rate limit), which base.html's responseHandling would
+// otherwise drop.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const status = event.detail.xhr.status;
+  const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+  if (status >= 400 && status < 500 && elt && elt.closest && elt.closest("form[data-swap-errors]")) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});
+document.addEventListener("htmx:responseError", (event) => {
+  const status = event.detail.xhr.status;
+  if (status < 500) return;
+  showFailure(event, `Sending failed: the server answered ${status}. Nothing was lost: ` +
+    "send it again, or abandon the battle.");
+});
+document.addEventListener("htmx:sendError", (event) => {
+  showFailure(event, "Sending failed: the server could not be reached. Nothing was lost: " +
+    "send it again, or abandon the battle.");
+});

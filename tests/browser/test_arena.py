@@ -12,7 +12,7 @@ from evaluation.services.arena import arena_open
 from evaluation.services.live import system_set_live
 from tests.browser.conftest import htmx_settled, screenshot
 from tests.support.a11y import assert_accessible
-from tests.support.live_server import Raw
+from tests.support.live_server import Raw, trickled
 from tests.support.live_server import live_server as crs_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -81,7 +81,7 @@ def test_a_blind_battle_end_to_end(page, tiny_benchmark):
         page.locator(f"#reply-1-{slow_side}.state-ok").wait_for()
         htmx_settled(page)
         failed = page.locator(f"#reply-1-{fast_side}").inner_text()
-        assert "failed to answer (http_status)" in failed
+        assert "failed to answer: it answered with an HTTP error (http_status)" in failed
         screenshot(page, "arena-before-vote")
         assert_accessible(page, "battle before the vote")
 
@@ -119,3 +119,54 @@ def test_a_blind_battle_end_to_end(page, tiny_benchmark):
                }""", [action, token])
         assert statuses == [409, 409]
         assert Vote.objects.count() == 1 and Vote.objects.get().outcome == slow_side
+
+
+def test_a_stalled_answer_fails_in_time_and_is_asked_again_and_a_failed_send_says_so(
+        page, tiny_benchmark):
+    """Issue 28.3 and 34.1: a system that trickles its answer a byte a second shows its error
+    within its timeout, "Ask again" gets its answer; a send the server fails (a 500) says so on
+    the page, and the battle can still be abandoned."""
+    answers = iter([trickled(1.0)])
+
+    def stalling_once(request):
+        return next(answers, {"response": "Sorry, here: Harbor Grill.", "ranked_item_ids": ["r1"]})
+
+    with crs_server(stalling_once) as stalling, crs_server(_flaky) as fine:
+        systems = [_system(987661, "Stalling Bot", "stalling-bot", stalling.url),
+                   _system(987662, "Fine Bot", "fine-bot", fine.url)]
+        System.objects.filter(pk=987661).update(live_timeout_seconds=2)
+        arena_open(benchmark=tiny_benchmark, systems=systems)
+        page.goto("/arena/tiny/")
+        page.click("#arena-start button[type=submit]")
+        page.wait_for_url(re.compile(r"/arena/battles/[0-9a-f-]{36}/$"))
+        stalled = "a" if Battle.objects.get().system_a_id == 987661 else "b"
+
+        page.fill("#arena-message", "Somewhere quiet?")
+        page.click(".arena-say button[type=submit]")
+        page.locator(f"#reply-0-{stalled}.state-error").wait_for(timeout=8000)
+        text = page.locator(f"#reply-0-{stalled}").inner_text()
+        assert "failed to answer: it took longer than its time limit (timeout)" in text
+        turn = BattleTurn.objects.get(index=0, side=stalled)
+        assert turn.error == "timed out after 2 s" and turn.latency_ms < 3000
+        htmx_settled(page)
+        screenshot(page, "arena-timeout")
+        assert_accessible(page, "battle with a timed-out answer")
+
+        page.click("#arena-retry")
+        page.locator(f"#reply-0-{stalled}.state-ok").wait_for()
+        assert "Harbor Grill" in page.locator(f"#reply-0-{stalled}").inner_text()
+        htmx_settled(page)
+        assert page.locator("#arena-retry").count() == 0
+
+        page.route("**/say/", lambda route: route.fulfill(status=500, body="boom"))
+        page.fill("#arena-message", "And cheaper?")
+        page.click(".arena-say button[type=submit]")
+        alert = page.locator(".arena-say [data-htmx-error]")
+        alert.wait_for()
+        assert "Sending failed: the server answered 500" in alert.inner_text()
+        assert page.locator("#arena-message").input_value() == "And cheaper?"  # nothing lost
+        screenshot(page, "arena-send-failed")
+        page.unroute("**/say/")
+        page.click("text=Abandon this battle (no vote)")
+        page.wait_for_url(re.compile(r"/arena/tiny/$"))
+        assert Battle.objects.get().status == Battle.Status.ABANDONED

@@ -82,11 +82,11 @@ def test_faults_fail_their_dialogue_only_and_nothing_partial_is_stored(sim_bench
     assert simulation.job.status == Job.Status.SUCCEEDED
     failed = {d.source_dialogue_id: d for d in simulation.dialogues.filter(status="failed")}
     assert set(failed) == {"d2", "d3"}
-    assert failed["d2"].error_kind == "malformed" and failed["d2"].turns == []
+    assert failed["d2"].error_kind == "not_json" and failed["d2"].turns == []
     assert "turn 3" in failed["d2"].error
     assert failed["d3"].error_kind == "invalid" and "unknown item id 'ghost'" in failed["d3"].error
     assert simulation.report["failed"] == 2 and simulation.report["users"] == 1
-    assert simulation.report["failures_by_kind"] == {"malformed": 1, "invalid": 1}
+    assert simulation.report["failures_by_kind"] == {"not_json": 1, "invalid": 1}
     assert simulation.job.result["failed"] == 2
 
 
@@ -98,8 +98,9 @@ def test_failures_past_the_threshold_stop_the_run(sim_benchmark, researcher):
             benchmark=sim_benchmark, system=system, simulator="template", users=3, turns=2,
             failure_threshold=0.5, batch_size=1, enqueue=False))
     assert simulation.job.status == Job.Status.FAILED
-    assert simulation.job.error.startswith("Stopped: 2 of 3 dialogues failed, over the "
-                                           "threshold of 50%. Most common: http_status (2×)")
+    assert simulation.job.error.startswith(
+        "Stopped: 2 of 3 dialogues failed, over the threshold of 50%: the live system failed a "
+        "turn in 2 of them with http_status, e.g. turn 1: HTTP 503")
     assert simulation.run is None and not Submission.objects.exists()
     assert simulation.dialogues.count() == 2  # the third batch saw the job stopped
 

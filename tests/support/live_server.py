@@ -2,7 +2,9 @@
 answers each `concord-live/1` request with `script(request_json) -> reply`.
 
 A reply is a dict (sent as JSON with status 200), a `Raw(status, body, delay)` for faults
-(malformed JSON, 5xx, slowness), or `DROP` to close the connection without answering. Every
+(malformed JSON, 5xx, slowness), `Raw(..., trickle=seconds)` for a server that sends its answer
+(status line and headers included) one byte every that many seconds, or `DROP` to close the
+connection without answering. Every
 request (body and headers) is recorded, and the largest number of requests in flight at once is
 measured, so tests can check the client's concurrency limit.
 """
@@ -25,6 +27,15 @@ class Raw:
     body: bytes = b""
     delay: float = 0.0
     headers: dict = field(default_factory=dict)
+    trickle: float = 0.0  # seconds between bytes: the whole answer, headers included
+    undeclared: bool = False  # no Content-Length: the body ends when the connection closes
+
+
+def trickled(seconds: float = 1.0, header_bytes: int = 4000) -> Raw:
+    """A reply whose headers alone take HEADER_BYTES × SECONDS to arrive: one byte a second
+    never trips a per-read timeout, only a total deadline."""
+    return Raw(200, b'{"response": "too late", "ranked_item_ids": []}',
+               headers={"X-Padding": "p" * header_bytes}, trickle=seconds)
 
 
 DROP = object()
@@ -39,6 +50,7 @@ class LiveServer:
     max_in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _httpd: ThreadingHTTPServer | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     @property
     def url(self) -> str:
@@ -82,9 +94,15 @@ class LiveServer:
                     if reply.delay:
                         time.sleep(reply.delay)
                     leave()
+                    if reply.trickle:
+                        self._trickle(reply)
+                        return
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(reply.body)))
+                    if reply.undeclared:
+                        self.close_connection = True
+                    else:
+                        self.send_header("Content-Length", str(len(reply.body)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
@@ -94,12 +112,26 @@ class LiveServer:
                 finally:
                     leave()
 
+            def _trickle(self, reply: Raw) -> None:
+                self.close_connection = True
+                head = [f"HTTP/1.1 {reply.status} OK", "Content-Type: application/json",
+                        f"Content-Length: {len(reply.body)}",
+                        *(f"{name}: {value}" for name, value in reply.headers.items())]
+                data = ("\r\n".join(head) + "\r\n\r\n").encode() + reply.body
+                for at in range(len(data)):
+                    if server.stopping.is_set():
+                        return
+                    self.wfile.write(data[at:at + 1])
+                    self.wfile.flush()
+                    time.sleep(reply.trickle)
+
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self
 
     def stop(self) -> None:
+        self.stopping.set()  # a trickling answer stops with the server
         if self._httpd:
             self._httpd.shutdown()
             self._httpd.server_close()

@@ -48,6 +48,9 @@ class ScriptedReply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     delay_seconds: float = 0.0
+    # Seconds between the bytes of the whole answer, status line and headers included: a
+    # server that never trips a per-read timeout, only a total deadline.
+    trickle_seconds: float = 0.0
 
 
 def text(answer: str) -> ScriptedReply:
@@ -264,7 +267,24 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
                 }
                 self._send_json(reply.status, {"error": error}, extra)
                 return
+            if reply.trickle_seconds:
+                self._trickle(server._completion_body(request, reply), reply.trickle_seconds)
+                return
             self._send_json(200, server._completion_body(request, reply))
+
+        def _trickle(self, payload: dict[str, Any], seconds: float) -> None:
+            body = json.dumps(payload).encode("utf-8")
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: "
+                    f"{'p' * 2000}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+            self.close_connection = True
+            try:
+                for byte in range(len(head + body)):
+                    if server._httpd is None:  # stopped
+                        return
+                    self.wfile.write((head + body)[byte:byte + 1])
+                    time.sleep(seconds)
+            except (BrokenPipeError, ConnectionResetError):
+                return
 
         def _send_json(
             self, status: int, payload: dict[str, Any], extra: dict | None = None

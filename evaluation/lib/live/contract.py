@@ -25,11 +25,16 @@ _LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,50}$")
 
 
 class LiveAnswerError(ValueError):
-    """The system answered, but not by the contract; `path` locates the problem."""
+    """The system answered, but not by the contract; `path` locates the problem and `kind`
+    says which: `wrong_type` (a field of the wrong JSON type) or `invalid` (anything else)."""
 
-    def __init__(self, path: str, message: str):
-        self.path, self.message = path, message
+    def __init__(self, path: str, message: str, kind: str = "invalid"):
+        self.path, self.message, self.kind = path, message, kind
         super().__init__(f"{path}: {message}")
+
+
+def _wrong_type(path: str, message: str) -> LiveAnswerError:
+    return LiveAnswerError(path, message, "wrong_type")
 
 
 @dataclass(frozen=True)
@@ -104,17 +109,22 @@ def validate_answer(data: Any, *, item_ids: Collection[str], review_ids: Collect
                     candidate_item_ids: Sequence[str] = ()) -> LiveAnswer:
     """The answer when it follows the contract, else LiveAnswerError (first problem)."""
     if not isinstance(data, Mapping):
-        raise LiveAnswerError("$", f"expected a JSON object, got {type(data).__name__}")
+        raise _wrong_type("$", f"expected a JSON object, got {type(data).__name__}")
     response = data.get("response")
-    if not isinstance(response, str):
+    if response is None:
         raise LiveAnswerError("$.response", "required string is missing")
+    if not isinstance(response, str):
+        raise _wrong_type("$.response", f"expected a string, got {type(response).__name__}")
     if not response.strip():
         raise LiveAnswerError("$.response", "the response is empty")
     if len(response) > MAX_RESPONSE_CHARS:
         raise LiveAnswerError("$.response", f"over {MAX_RESPONSE_CHARS} characters")
     ranked = data.get("ranked_item_ids")
-    if not isinstance(ranked, list):
+    if ranked is None:
         raise LiveAnswerError("$.ranked_item_ids", "required list of item ids is missing")
+    if not isinstance(ranked, list):
+        raise _wrong_type("$.ranked_item_ids", f"expected a list of item ids, got "
+                                               f"{type(ranked).__name__}")
     if len(ranked) > MAX_RANKED:
         raise LiveAnswerError("$.ranked_item_ids", f"at most {MAX_RANKED} items, got {len(ranked)}")
     pool = set(candidate_item_ids)
@@ -122,7 +132,8 @@ def validate_answer(data: Any, *, item_ids: Collection[str], review_ids: Collect
     for position, item_id in enumerate(ranked):
         path = f"$.ranked_item_ids[{position}]"
         if not isinstance(item_id, str):
-            raise LiveAnswerError(path, f"expected an item id string, got {item_id!r}")
+            raise _wrong_type(path, f"expected an item id string, got "
+                                    f"{type(item_id).__name__}")
         if item_id not in item_ids:
             raise LiveAnswerError(path, f"unknown item id {item_id!r} (not in the benchmark)")
         if pool and item_id not in pool:
@@ -135,22 +146,25 @@ def validate_answer(data: Any, *, item_ids: Collection[str], review_ids: Collect
     if citations is None:
         citations = []
     if not isinstance(citations, list):
-        raise LiveAnswerError("$.citations", "expected a list")
+        raise _wrong_type("$.citations", f"expected a list, got {type(citations).__name__}")
     checked, labels = [], set()
     for position, citation in enumerate(citations):
         path = f"$.citations[{position}]"
         if not isinstance(citation, Mapping):
-            raise LiveAnswerError(path, "expected an object {label, review_id, quote?}")
+            raise _wrong_type(path, "expected an object {label, review_id, quote?}")
         label, review_id = citation.get("label"), citation.get("review_id")
         if not isinstance(label, str) or not _LABEL.match(label):
             raise LiveAnswerError(f"{path}.label", "expected a label such as R1")
+        if not isinstance(review_id, str):
+            raise _wrong_type(f"{path}.review_id", f"expected a review id string, got "
+                                                   f"{type(review_id).__name__}")
         if review_id not in review_ids:
             raise LiveAnswerError(f"{path}.review_id",
                                   f"label [{label}] maps to unknown review id {review_id!r}")
         entry = {"label": label, "review_id": review_id}
         if citation.get("quote") is not None:
             if not isinstance(citation["quote"], str):
-                raise LiveAnswerError(f"{path}.quote", "expected a string")
+                raise _wrong_type(f"{path}.quote", "expected a string")
             entry["quote"] = citation["quote"]
         labels.add(label)
         checked.append(entry)

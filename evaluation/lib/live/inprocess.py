@@ -12,7 +12,9 @@ endpoint, and the demo has live systems without any network:
   TF-IDF's best `LLM_SHORTLIST` items for the user's words (said in the adapter's description).
 
 Answers are validated by the contract like any other (`validate_answer`), so an in-process
-system cannot slip past a check an HTTP system must pass.
+system cannot slip past a check an HTTP system must pass. And each call has a deadline like an
+HTTP one (`Deadlined`): it runs on a bounded pool's thread while its caller waits at most the
+system's timeout (docs/operations.md, "Deadlines and hostile answers").
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evaluation.lib.deadlines import BoundedPool, DeadlineExceeded
 from evaluation.lib.live.client import LiveCallError
 from evaluation.lib.live.contract import LiveAnswer, LiveAnswerError, LiveRequest, validate_answer
 from evaluation.lib.llm.adapters import baseline_context, baseline_evidence
@@ -80,7 +83,7 @@ class _InProcess:
                                    review_ids=self.review_ids,
                                    candidate_item_ids=request.candidate_item_ids)
         except LiveAnswerError as error:
-            raise LiveCallError("invalid", str(error)) from None
+            raise LiveCallError(error.kind, str(error)) from None
 
 
 class RankerSystem(_InProcess):
@@ -128,6 +131,21 @@ class LLMSystem(_InProcess):
                                 attempts=outcome.attempts)
         line = dict(outcome.line, ranked_item_ids=outcome.line["ranked_item_ids"][:RANKED_OUT])
         return self.checked(line, request)
+
+
+class Deadlined:
+    """SYSTEM's turns, each answered within TIMEOUT_SECONDS or failed as `timeout`: the call
+    runs on POOL, so a stuck one (a model still loading, a slow LLM) frees its caller at the
+    deadline and keeps only a pool thread, of which there are at most the pool's cap."""
+
+    def __init__(self, system, *, timeout_seconds: float, pool: BoundedPool):
+        self.system, self.timeout_seconds, self.pool = system, timeout_seconds, pool
+
+    def turn(self, request: LiveRequest) -> LiveAnswer:
+        try:
+            return self.pool.call(lambda: self.system.turn(request), self.timeout_seconds)
+        except DeadlineExceeded as error:
+            raise LiveCallError("timeout", str(error)) from None
 
 
 def inprocess_system(key: str, catalogue: Catalogue, *, gateway: LLMGateway | None = None,

@@ -10,6 +10,8 @@ The gateway adds:
 - bounded concurrency (a gateway-wide semaphore, shared by all threads using the gateway);
 - retries with exponential backoff and jitter on 429, 5xx and connection errors, honouring
   ``Retry-After``; never on other 4xx, which would fail the same way again;
+- one total deadline per call: ``timeout`` per attempt, ``timeout`` × attempts with retries
+  and their waits (docs/operations.md, "Deadlines and hostile answers");
 - token and cost accounting per run (``UsageMeter``), where an unknown price stays unknown;
 - per-token logprobs when the provider returns them.
 
@@ -36,6 +38,8 @@ from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any, Protocol  # noqa: E402
 
+from evaluation.lib.deadlines import BoundedPool, Deadline, DeadlineExceeded  # noqa: E402
+
 
 def _litellm():
     """litellm, imported on first use. Importing it costs seconds and about 250 MB, which
@@ -58,6 +62,11 @@ def _provider_errors() -> tuple[type[BaseException], ...]:
     return (openai.OpenAIError, LLMConfigurationError)
 
 logger = logging.getLogger(__name__)
+
+# The threads every gateway of this process makes its HTTP calls on. A call whose caller gave
+# up at its deadline may still run on one until litellm returns; the cap bounds how many such
+# threads can pile up, whatever the number of gateways (the services make one per job).
+CALL_POOL = BoundedPool(64, "llm-call")
 
 CACHE_FORMAT_VERSION = 1
 Messages = Sequence[Mapping[str, Any]]
@@ -309,6 +318,7 @@ class LLMGateway:
         self.usage = UsageMeter()  # everything this gateway did, across runs
         self._completion_fn = completion_fn or _litellm().completion
         self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._calls = CALL_POOL
         self._in_flight = _InFlightLocks()
         self._rng_lock = threading.Lock()
 
@@ -388,35 +398,50 @@ class LLMGateway:
             meter.record_failure()
 
     def _call_with_retries(self, config: ModelConfig, messages: Messages, key: str) -> LLMResult:
+        """The call, retries and waits included, within one deadline: config.timeout per
+        attempt, timeout × attempts in all. litellm's own timeout bounds each socket read, not
+        a request (a server trickling bytes never trips it), so each attempt runs on the
+        gateway's call pool and its caller stops waiting at the attempt's deadline."""
+        call = Deadline(config.timeout * (self.max_retries + 1))
         attempts = 0
         while True:
             attempts += 1
             try:
+                kwargs = self._request_kwargs(config, messages)  # a missing key fails here
+                budget = min(config.timeout, call.left())
                 with self._slots:
-                    response = self._completion_fn(**self._request_kwargs(config, messages))
+                    response = self._calls.call(
+                        lambda: self._completion_fn(**kwargs),  # noqa: B023 - called at once
+                        budget)
                 return _result_from_response(response, config, key)
+            except DeadlineExceeded as error:
+                status, retryable, retry_after = None, True, None
+                failure: BaseException = error
+                message = f"{config.model}: timed out after {config.timeout:g} s"
+                if error.detail:
+                    message += f" ({error.detail})"
             except Exception as error:
                 # litellm maps every provider failure onto the openai exception hierarchy; any
                 # other exception is a bug and propagates unchanged.
                 if not isinstance(error, _provider_errors()):
                     raise
                 status, retryable, retry_after = classify_error(error)
-                if not retryable or attempts > self.max_retries:
-                    refused = connection_refused(error)
-                    raise LLMCallError(
-                        f"{config.model}: connection refused at "
-                        f"{config.api_base or 'the provider'} (is the server running?)"
-                        if refused else f"{config.model}: {type(error).__name__}: {error}",
-                        status_code=status,
-                        attempts=attempts,
-                        retryable=retryable,
-                    ) from error
-                delay = self._backoff_delay(attempts, retry_after)
-                logger.warning(
-                    "LLM call to %s failed (%s, status %s); retry %d of %d in %.1f s",
-                    config.model, type(error).__name__, status, attempts, self.max_retries, delay,
-                )  # fmt: skip
-                self.sleep(delay)
+                failure = error
+                message = (f"{config.model}: connection refused at "
+                           f"{config.api_base or 'the provider'} (is the server running?)"
+                           if connection_refused(error)
+                           else f"{config.model}: {type(error).__name__}: {error}")
+            delay = self._backoff_delay(attempts, retry_after)
+            if not retryable or attempts > self.max_retries or delay >= call.remaining():
+                if isinstance(failure, DeadlineExceeded) and attempts > 1:
+                    message += f" ({attempts} attempts, {call.seconds:g} s in all)"
+                raise LLMCallError(message, status_code=status, attempts=attempts,
+                                   retryable=retryable) from failure
+            logger.warning(
+                "LLM call to %s failed (%s, status %s); retry %d of %d in %.1f s",
+                config.model, type(failure).__name__, status, attempts, self.max_retries, delay,
+            )  # fmt: skip
+            self.sleep(delay)
 
     def _backoff_delay(self, attempt: int, retry_after: float | None) -> float:
         with self._rng_lock:

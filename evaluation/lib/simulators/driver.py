@@ -2,7 +2,8 @@
 
 `simulate_dialogue` alternates user utterances and live-system answers for up to `turns` system
 turns (PEPPER, §3.1: up to 20), and returns either the whole dialogue or a failure. A failure
-(the system down, too slow, malformed, unknown ids; the simulator's LLM unusable) keeps no turn:
+(the system down, too slow, hostile, unknown ids; the simulator's LLM unusable; anything that
+raised) keeps no turn and never ends the batch:
 nothing partial of a failed dialogue is ever stored. The timings separate the time spent in the
 live system and in the simulator's LLM calls from Concord's own work (the overhead that
 `bench_simulation` measures).
@@ -98,6 +99,9 @@ def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark:
         outcome.error_kind, outcome.error = error.kind, f"turn {len(rows)}: {error.message}"
     except SimulatorError as error:
         outcome.error_kind, outcome.error = "simulator", str(error)
+    except Exception as error:  # noqa: BLE001 - one dialogue's crash never ends the batch
+        outcome.error_kind = "crashed"
+        outcome.error = f"turn {len(rows)}: {type(error).__name__}: {error}"
     outcome.total_seconds = clock() - started
     outcome.llm_seconds = state.llm_seconds if state is not None else 0.0
     if not outcome.ok:

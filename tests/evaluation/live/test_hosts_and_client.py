@@ -139,10 +139,10 @@ def test_faults_become_call_errors_of_their_kind():
               "slow": Raw(200, b'{"response": "late", "ranked_item_ids": []}', delay=1.0)}
     with live_server(lambda body: script[body["utterance"]]) as server:
         for utterance, kind, message in [
-                ("malformed", "malformed", "not JSON"),
+                ("malformed", "not_json", "not JSON"),
                 ("unknown", "invalid", "unknown item id 'nope'"),
                 ("teapot", "http_status", "HTTP 418"),
-                ("slow", "timeout", "no answer within 0.3 s")]:
+                ("slow", "timeout", "timed out after 0.6 s")]:
             sleeps = []
             system = client(server.url, sleeps, timeout_seconds=0.3, max_retries=1,
                             backoff_seconds=0.01)

@@ -333,3 +333,19 @@ def test_a_bug_is_not_disguised_as_an_llm_failure():
     gateway = LLMGateway(completion_fn=broken_completion)
     with pytest.raises(TypeError):
         gateway.complete(ModelConfig("openai/x"), HELLO)
+
+
+def test_a_server_trickling_its_answer_fails_the_call_within_timeout_times_attempts(
+        llm_server, sleeps):
+    """litellm's timeout bounds each read; one byte a second never trips it. The gateway's
+    deadline ends each attempt at the timeout and the call at timeout × attempts."""
+    server = llm_server([ScriptedReply(text="late", trickle_seconds=0.5)] * 2)
+    config = config_for(server, timeout=1.5)
+    gateway = LLMGateway(sleep=sleeps, max_retries=1, backoff_base=0.01)
+    started = time.monotonic()
+    with pytest.raises(LLMCallError, match=r"timed out after 1.5 s \(2 attempts, 3 s in all\)") \
+            as error:
+        gateway.complete(config, HELLO)
+    assert time.monotonic() - started <= 3.0 + 1.0
+    assert error.value.attempts == 2 and error.value.retryable is True
+    assert server.request_count == 2 and gateway.usage.failed_calls == 1
