@@ -43,6 +43,14 @@
   let dirty = false;  // changed since the last successful save
   let savedFocusMs = focusedMs;
 
+  // Typing saves 700 ms after the last key (item.html's "autosave-typed delay:700ms"); the
+  // filter is here, not in hx-trigger, whose [filters] htmx would evaluate as code (the page's
+  // Content-Security-Policy forbids that: htmx runs with allowEval off, base.html).
+  const TYPED = "textarea, input[type=text], input[type=number], input[type=range]";
+  form.addEventListener("input", (event) => {
+    if (event.target.matches(TYPED)) htmx.trigger(form, "autosave-typed");
+  });
+
   form.addEventListener("htmx:configRequest", (event) => {
     settleTime();
     event.detail.parameters["focused_ms"] = focusedInput.value;

@@ -248,3 +248,23 @@ def test_pairwise_preference_between_two_blinded_responses(page, annotate, tiny_
     values = stored(assignment)
     expected = "b" if assignment.swapped else "a"
     assert values["pairwise"] == {"choice": expected, "reason": "cites more precisely"}
+
+
+def test_typing_saves_without_evaluating_code(page, annotate, tiny_benchmark, author):
+    """Issue 34.8: the item page's autosave while typing needs no eval (htmx runs with
+    allowEval off, the CSP forbids it): typing alone saves, and nothing is refused."""
+    page.add_init_script("""window.__csp = [];
+        document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(
+            e.violatedDirective));""")
+    console = []
+    page.on("console", lambda message: console.append(message.text))
+    study = make_study(tiny_benchmark, author)
+    assignment = annotate(study)
+    page.locator("#comment").press_sequentially("typed only", delay=20)
+    page.wait_for_function(
+        "() => (document.getElementById('save-status')?.textContent || '').startsWith('Saved')")
+    draft = Draft.objects.get(assignment=assignment)
+    assert "typed only" in str(draft.values)
+    assert page.evaluate("window.__csp") == []
+    assert not [text for text in console
+                if "eval" in text.lower() or "Content Security Policy" in text], console
