@@ -73,7 +73,8 @@ def test_an_http_answer_with_ids_outside_the_benchmark_is_an_invalid_call(resear
 def test_bad_settings_and_env_names_are_refused(researcher):
     system = system_create(name="X", owner=researcher)
     with pytest.raises(ValidationError, match="environment variable name"):
-        system_set_live(system=system, endpoint="http://127.0.0.1:9/", api_key_env="my key!")
+        system_set_live(system=system, endpoint="http://127.0.0.1:40009/",
+                        api_key_env="my key!")
     with pytest.raises(ValidationError, match="either an endpoint URL or an in-process"):
         system_set_live(system=system)
     with pytest.raises(ValidationError, match="unknown in-process system 'nope'"):

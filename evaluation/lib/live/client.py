@@ -25,7 +25,13 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from evaluation.lib.live.contract import LiveAnswer, LiveAnswerError, LiveRequest, validate_answer
-from evaluation.lib.live.hosts import EndpointRefused, Resolver, resolve_allowed, system_resolver
+from evaluation.lib.live.hosts import (
+    EndpointRefused,
+    PortRanges,
+    Resolver,
+    resolve_allowed,
+    system_resolver,
+)
 
 MAX_BACKOFF_SECONDS = 30.0
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
@@ -76,8 +82,9 @@ class HttpLiveSystem:
     def __init__(self, url: str, *, allowed_hosts: Sequence[str], item_ids: Collection[str],
                  review_ids: Collection[str], settings: LiveSettings = LiveSettings(),
                  api_key: str | None = None, resolver: Resolver = system_resolver,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, loopback_ports: PortRanges = ()):
         self.url, self.allowed_hosts, self.settings = url, list(allowed_hosts), settings
+        self.loopback_ports = tuple(loopback_ports)
         self.item_ids, self.review_ids = item_ids, review_ids
         self.api_key, self.resolver, self.sleep = api_key, resolver, sleep
         self._slots = _semaphore(url, settings.max_concurrency)
@@ -109,7 +116,8 @@ class HttpLiveSystem:
 
     def _post(self, body: bytes) -> tuple[int, bytes]:
         try:
-            endpoint = resolve_allowed(self.url, self.allowed_hosts, resolver=self.resolver)
+            endpoint = resolve_allowed(self.url, self.allowed_hosts, resolver=self.resolver,
+                                       loopback_ports=self.loopback_ports)
         except EndpointRefused as error:
             raise LiveCallError("refused", str(error)) from None
         connection_class = (http.client.HTTPSConnection if endpoint.scheme == "https"
