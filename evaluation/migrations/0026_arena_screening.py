@@ -57,5 +57,9 @@ class Migration(migrations.Migration):
             model_name="vote",
             constraint=models.CheckConstraint(condition=Q(("excluded_reason__in", ["", "identity_leaked", "owner"])), name="vote_excluded_reason"),
         ),
+        migrations.AddIndex(
+            model_name="vote",
+            index=models.Index(fields=["arena", "excluded_reason", "position"], name="vote_arena_counted"),
+        ),
         migrations.RunPython(screen_stored, migrations.RunPython.noop),
     ]

@@ -170,6 +170,10 @@ class Vote(models.Model):
                 condition=Q(excluded_reason__in=["", "identity_leaked", "owner"]),
                 name="vote_excluded_reason"),
         ]
+        # The ratings read an arena's counted votes in cast order, and count the others by
+        # reason, each by one range of this index.
+        indexes = [models.Index(fields=["arena", "excluded_reason", "position"],
+                                name="vote_arena_counted")]
 
     def __str__(self) -> str:
         return f"{self.system_a_id} vs {self.system_b_id}: {self.outcome}"

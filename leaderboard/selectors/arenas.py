@@ -7,7 +7,6 @@ or one scenario, rated by `evaluation.lib.stats.arena.arena_table`. Votes whose
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
@@ -57,23 +56,21 @@ def arena_vote_counts(arenas: QuerySet[Arena]) -> list[Arena]:
 def arena_votes(arena: Arena, *, dataset: str = "",
                 scenario: str = "") -> tuple[list[tuple], dict[str, int]]:
     """The counted votes as (system_a id, system_b id, outcome) in cast order, and how many were
-    left out per `Vote.excluded_reason` (one statement). ``dataset`` keeps the votes of
-    battles whose scenario has that `source_dataset`, ``scenario`` those whose scenario is that
-    benchmark dialogue (`dialogue_id` or `id`); imported votes have no battle and no scenario."""
+    left out per `Vote.excluded_reason` (each one range of the index `vote_arena_counted`).
+    ``dataset`` keeps the votes of battles whose scenario has that `source_dataset`,
+    ``scenario`` those whose scenario is that benchmark dialogue (`dialogue_id` or `id`);
+    imported votes have no battle and no scenario."""
     votes = Vote.objects.filter(arena=arena)
     if dataset:
         votes = votes.filter(battle__scenario__source_dataset=dataset)
     if scenario:
         votes = votes.filter(Q(battle__scenario__dialogue_id=scenario)
                              | Q(battle__scenario__id=scenario))
-    counted, excluded = [], Counter()
-    for a, b, outcome, reason in votes.order_by("position").values_list(
-            "system_a_id", "system_b_id", "outcome", "excluded_reason"):
-        if reason:
-            excluded[reason] += 1
-        else:
-            counted.append((a, b, outcome))
-    return counted, dict(excluded)
+    counted = list(votes.filter(excluded_reason=Vote.Excluded.COUNTED).order_by("position")
+                   .values_list("system_a_id", "system_b_id", "outcome"))
+    excluded = dict(votes.filter(excluded_reason__in=list(EXCLUDED_NOTES)).order_by()
+                    .values_list("excluded_reason").annotate(n=Count("pk")))
+    return counted, excluded
 
 
 def rated(votes: list[tuple], *, method: str, n_resamples: int) -> ArenaTable:
