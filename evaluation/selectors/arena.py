@@ -129,7 +129,9 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     if battle.status == Battle.Status.VOTED:
         vote = battle.vote
         reveal = {"a": battle.system_a, "b": battle.system_b, "outcome": vote.outcome,
-                  "outcome_label": vote.get_outcome_display(), "reason": vote.reason}
+                  "outcome_label": vote.get_outcome_display(), "reason": vote.reason,
+                  "not_counted": vote.get_excluded_reason_display() if vote.excluded_reason
+                  else ""}
     return BattleView(battle=battle, exchanges=views, finished_exchanges=finished,
                       pending=waiting, can_say=is_open and not waiting,
                       can_vote=is_open and not waiting and finished > 0, reveal=reveal,

@@ -15,6 +15,7 @@ from django.urls import reverse
 from config.roles import RESEARCHER
 from evaluation.lib.stats.arena import elo_ratings
 from evaluation.models import Battle, Vote
+from evaluation.selectors.arena import battle_view
 from evaluation.services.arena import (
     arena_open,
     battle_reply_run,
@@ -56,6 +57,7 @@ def test_an_answer_naming_its_system_flags_the_battle_and_its_vote_is_not_counte
     assert battle.identity_leaked
     vote = battle_vote(battle=battle, outcome="a")
     assert vote.excluded_reason == Vote.Excluded.IDENTITY_LEAKED
+    assert battle_view(battle=battle).reveal["not_counted"] == "an answer named its system"
 
 
 def test_a_battle_whose_answers_say_nothing_of_their_systems_counts(tiny_benchmark, researcher):
@@ -67,6 +69,7 @@ def test_a_battle_whose_answers_say_nothing_of_their_systems_counts(tiny_benchma
         battle = _battle(arena)
     assert not battle.identity_leaked
     assert battle_vote(battle=battle, outcome="a").excluded_reason == ""
+    assert battle_view(battle=battle).reveal["not_counted"] == ""
 
 
 @pytest.fixture
@@ -105,6 +108,9 @@ def test_the_vote_page_passes_the_voter(owner_arena, researcher):
     assert response.status_code == 302, response.content
     vote = Vote.objects.get(battle=battle)
     assert battle.user_id is None and vote.excluded_reason == "owner"
+    page = client.get(response.url).content.decode()
+    assert ("This vote is stored but not counted in the ratings: cast by the owner of a system "
+            "in the battle.") in page
 
 
 def test_the_ratings_leave_out_excluded_votes_and_say_how_many(tiny_benchmark, systems,
