@@ -62,6 +62,23 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
+def env_port_ranges(name: str, default: str) -> list[tuple[int, int]]:
+    """Ports and inclusive ranges, comma-separated ("8000-8999,9100"), as (low, high) pairs."""
+    raw = os.environ.get(name) or default
+    ranges = []
+    for part in (p.strip() for p in raw.split(",")):
+        low, dash, high = part.partition("-")
+        try:
+            pair = (int(low), int(high if dash else low))
+        except ValueError:
+            pair = (0, 0)
+        if not 1 <= pair[0] <= pair[1] <= 65535:
+            raise ImproperlyConfigured(f"{name}={raw!r}: {part!r} is not a port (1-65535) or "
+                                       "a range of ports such as 8000-8999")
+        ranges.append(pair)
+    return ranges
+
+
 def _reachable(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.3):
@@ -408,6 +425,11 @@ except ValueError as _error:
 # only in development; nothing in production until the operator lists what is allowed.
 LIVE_ALLOWED_HOSTS = env_list(
     "CONCORD_LIVE_ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.0/8", "::1"])
+# The ports a loopback address (this machine) may be called on, whichever entry allows it:
+# never Concord's own database or queue (5432, 6379) unless listed. Tests: the ephemeral ports
+# their servers bind (Linux 32768-60999, macOS and Windows 49152-65535). docs/operations.md.
+LIVE_LOOPBACK_PORTS = env_port_ranges("CONCORD_LIVE_LOOPBACK_PORTS",
+                                      "32768-65535" if TESTING else "8000-8999")
 
 # The arena (docs/arena.md): threads per web process calling live systems, and rate limits
 # (events per hour) per browser session and per client address.

@@ -468,6 +468,13 @@ class ArenaWinRateSerializer(serializers.Serializer):
     win_rate = serializers.FloatField()
 
 
+class ArenaExcludedSerializer(serializers.Serializer):
+    identity_leaked = serializers.IntegerField(
+        help_text="battles left out: an answer named its system (docs/arena.md)")
+    owner = serializers.IntegerField(
+        help_text="votes left out: cast by the owner of a system in the battle")
+
+
 class ArenaRatingsSerializer(serializers.Serializer):
     arena = serializers.CharField()
     name = serializers.CharField()
@@ -475,7 +482,8 @@ class ArenaRatingsSerializer(serializers.Serializer):
     method = serializers.ChoiceField(choices=["elo", "bt"])
     method_label = serializers.CharField()
     filters = serializers.DictField()
-    votes = serializers.IntegerField()
+    votes = serializers.IntegerField(help_text="the votes counted")
+    excluded = ArenaExcludedSerializer()
     params = serializers.DictField()
     valid_resamples = serializers.IntegerField()
     undefined_reason = serializers.CharField(allow_null=True)

@@ -684,10 +684,14 @@ def arena_ratings_export(request, slug, fmt):
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         fields = ["rank", "rank_low", "rank_high", "system", "slug", "rating", "ci_low",
                   "ci_high", "votes", "wins", "losses", "ties"]
-        writer = csv.DictWriter(response, fieldnames=["arena", "method", *fields, "ci_note"])
+        excluded = {f"excluded_{reason}": board.excluded.get(reason, 0)
+                    for reason in arena_selectors.EXCLUDED_NOTES}
+        writer = csv.DictWriter(response, fieldnames=["arena", "method", *fields, "ci_note",
+                                                      *excluded])
         writer.writeheader()
         writer.writerows({"arena": arena.slug, "method": board.method,
                           **{k: _csv_safe(row[k]) for k in fields},
-                          "ci_note": board.table.ci_note or ""} for row in board.rows)
+                          "ci_note": board.table.ci_note or "", **excluded}
+                         for row in board.rows)
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

@@ -175,7 +175,7 @@ def arena_battle_vote(request, uuid):
         battle_vote(battle=battle, outcome=request.POST.get("outcome", ""),
                     reason=request.POST.get("reason", ""),
                     voter_ref=f"user:{request.user.pk}" if request.user.is_authenticated
-                    else "")
+                    else "", user=request.user)
     except ValidationError as error:
         status = 409 if battle.status != "open" or "already" in " ".join(error.messages) else 400
         return render(request, "leaderboard/arena_battle.html",

@@ -56,6 +56,9 @@ class Battle(models.Model):
     scenario = models.JSONField(default=dict, blank=True,
                                 help_text="the benchmark scenario shown, or {} for an own request")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    identity_leaked = models.BooleanField(
+        default=False, help_text="an answer named its system (evaluation/lib/arena_identity.py): "
+                                 "its vote is not counted in the ratings")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -125,8 +128,15 @@ class Vote(models.Model):
     """A person's verdict on two systems: from a battle, or imported (then `battle` is null).
 
     `position` is the order votes were cast in (online Elo applies them in this order); it is
-    unique per arena.
+    unique per arena. `excluded_reason` says why the ratings leave a vote out, decided when it
+    is cast (docs/arena.md, "Which votes count"): its battle's answers named a system, or the
+    voter owns one of the two systems; imported votes are always counted.
     """
+
+    class Excluded(models.TextChoices):
+        COUNTED = "", "counted"
+        IDENTITY_LEAKED = "identity_leaked", "an answer named its system"
+        OWNER = "owner", "cast by the owner of a system in the battle"
 
     class Outcome(models.TextChoices):
         A = "a", "A is better"
@@ -144,6 +154,8 @@ class Vote(models.Model):
     position = models.PositiveIntegerField()
     voter_ref = models.CharField(max_length=200, blank=True,
                                  help_text="who voted: a user id, or the imported file's user_id")
+    excluded_reason = models.CharField(max_length=20, choices=Excluded.choices, blank=True,
+                                       default=Excluded.COUNTED)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -154,7 +166,14 @@ class Vote(models.Model):
                                    name="vote_two_systems"),
             models.CheckConstraint(condition=Q(outcome__in=["a", "b", "tie", "both_bad"]),
                                    name="vote_outcome"),
+            models.CheckConstraint(
+                condition=Q(excluded_reason__in=["", "identity_leaked", "owner"]),
+                name="vote_excluded_reason"),
         ]
+        # The ratings read an arena's counted votes in cast order, and count the others by
+        # reason, each by one range of this index.
+        indexes = [models.Index(fields=["arena", "excluded_reason", "position"],
+                                name="vote_arena_counted")]
 
     def __str__(self) -> str:
         return f"{self.system_a_id} vs {self.system_b_id}: {self.outcome}"

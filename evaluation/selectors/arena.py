@@ -150,7 +150,9 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     if battle.status == Battle.Status.VOTED:
         vote = battle.vote
         reveal = {"a": battle.system_a, "b": battle.system_b, "outcome": vote.outcome,
-                  "outcome_label": vote.get_outcome_display(), "reason": vote.reason}
+                  "outcome_label": vote.get_outcome_display(), "reason": vote.reason,
+                  "not_counted": vote.get_excluded_reason_display() if vote.excluded_reason
+                  else ""}
     failed_last = bool(views) and any(r.state != BattleTurn.State.OK and
                                       r.state != BattleTurn.State.PENDING
                                       for r in (views[-1].a, views[-1].b))

@@ -44,6 +44,7 @@ from evaluation.rows import (
 )
 from evaluation.selectors.arena import SIDES, exchanges, pending, turn_is_stale
 from evaluation.selectors.benchmarks import benchmark_bundle
+from evaluation.services.arena_screening import battle_identity_screen, vote_excluded_reason
 from evaluation.services.live import live_client
 
 MAX_MESSAGE_CHARS = 1000
@@ -312,6 +313,7 @@ def _reply_settle(*, battle: Battle, system, request: LiveRequest, index: int, s
                   "error": f"{type(error).__name__}: {error}"}
     fields["latency_ms"] = round((clock() - started) * 1000)
     fields["settled_at"] = timezone.now()
+    battle_identity_screen(battle=battle, system=system, text=fields.get("text", ""))
     battle_turn_settle(battle_id=battle.pk, index=index, side=side, fields=fields)
     return fields["state"]
 
@@ -364,9 +366,11 @@ def battle_replies_start(*, battle: Battle, index: int,
 
 
 @transaction.atomic
-def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: str = "") -> Vote:
-    """The battle's one vote; refused when replayed, before a finished exchange, while an answer
-    is pending, or with an unknown outcome. Nothing is stored when refused."""
+def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: str = "",
+                user=None) -> Vote:
+    """The battle's one vote, cast by USER; refused when replayed, before a finished exchange,
+    while an answer is pending, or with an unknown outcome. Nothing is stored when refused. A
+    vote the ratings leave out (an answer named its system, or USER owns one) says why."""
     if outcome not in Vote.Outcome.values:
         raise ValidationError(f"unknown choice {outcome!r}: choose A, B, tie or both bad")
     reason = (reason or "").strip()
@@ -383,7 +387,8 @@ def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: st
         with transaction.atomic():
             vote = Vote.objects.create(
                 arena=arena, battle=battle, system_a=battle.system_a, system_b=battle.system_b,
-                outcome=outcome, reason=reason, position=position, voter_ref=voter_ref)
+                outcome=outcome, reason=reason, position=position, voter_ref=voter_ref,
+                excluded_reason=vote_excluded_reason(battle=battle, user=user))
     except IntegrityError:
         raise ValidationError("this battle already has its vote") from None
     Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED,

@@ -44,7 +44,8 @@ LIVE_FIELDS = ("live_kind", "live_endpoint", "live_adapter", "live_credential",
 def endpoint_check(url: str) -> None:
     """ValidationError (on `live_endpoint`) when Concord may not call URL."""
     try:
-        resolve_allowed(url, settings.LIVE_ALLOWED_HOSTS)
+        resolve_allowed(url, settings.LIVE_ALLOWED_HOSTS,
+                        loopback_ports=settings.LIVE_LOOPBACK_PORTS)
     except EndpointRefused as error:
         raise ValidationError({"live_endpoint": str(error)}) from None
 
@@ -123,6 +124,7 @@ def live_client(*, system: System, benchmark: Benchmark, model: dict | None = No
     api_key = _credential_secret(system) if system.live_credential else None
     return HttpLiveSystem(
         system.live_endpoint, allowed_hosts=settings.LIVE_ALLOWED_HOSTS,
+        loopback_ports=settings.LIVE_LOOPBACK_PORTS,
         item_ids=catalogue.items, review_ids=catalogue.review_ids, api_key=api_key,
         settings=LiveSettings(timeout_seconds=system.live_timeout_seconds,
                               max_retries=system.live_max_retries,

@@ -1,11 +1,13 @@
 """An arena's ratings (online Elo or Bradley–Terry, docs/statistics.md "Arena") for its page,
 export, API and `arena_ratings`: the votes in cast order, optionally only those of one data set
-or one scenario, rated by `evaluation.lib.stats.arena.arena_table`. Reads only."""
+or one scenario, rated by `evaluation.lib.stats.arena.arena_table`. Votes whose
+`excluded_reason` is set (an answer named its system, or a system's owner voted: docs/arena.md,
+"Which votes count") are left out and counted by reason. Reads only."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet
@@ -31,6 +33,19 @@ class ArenaBoard:
     rows: list[dict]
     forest: dict | None
     heatmap: dict | None
+    excluded: dict[str, int] = field(default_factory=dict)  # votes left out, per reason
+
+    @property
+    def excluded_notes(self) -> list[tuple[int, str]]:
+        """(count, what it counts) for each reason votes were left out."""
+        counts = [(self.excluded.get(reason, 0), note) for reason, note in EXCLUDED_NOTES.items()]
+        return [(n, note.format(s="" if n == 1 else "s")) for n, note in counts if n]
+
+
+EXCLUDED_NOTES = {  # what the page, export and command say of each reason's votes
+    Vote.Excluded.IDENTITY_LEAKED.value: "battle{s} excluded: an answer named its system",
+    Vote.Excluded.OWNER.value: "vote{s} excluded: cast by the owner of a system in the battle",
+}
 
 
 def arena_vote_counts(arenas: QuerySet[Arena]) -> list[Arena]:
@@ -38,17 +53,24 @@ def arena_vote_counts(arenas: QuerySet[Arena]) -> list[Arena]:
     return list(arenas.annotate(vote_count=Count("votes")))
 
 
-def arena_votes(arena: Arena, *, dataset: str = "", scenario: str = "") -> list[tuple]:
-    """(system_a id, system_b id, outcome) in cast order. ``dataset`` keeps the votes of
-    battles whose scenario has that `source_dataset`, ``scenario`` those whose scenario is that
-    benchmark dialogue (`dialogue_id` or `id`); imported votes have no battle and no scenario."""
+def arena_votes(arena: Arena, *, dataset: str = "",
+                scenario: str = "") -> tuple[list[tuple], dict[str, int]]:
+    """The counted votes as (system_a id, system_b id, outcome) in cast order, and how many were
+    left out per `Vote.excluded_reason` (each one range of the index `vote_arena_counted`).
+    ``dataset`` keeps the votes of battles whose scenario has that `source_dataset`,
+    ``scenario`` those whose scenario is that benchmark dialogue (`dialogue_id` or `id`);
+    imported votes have no battle and no scenario."""
     votes = Vote.objects.filter(arena=arena)
     if dataset:
         votes = votes.filter(battle__scenario__source_dataset=dataset)
     if scenario:
         votes = votes.filter(Q(battle__scenario__dialogue_id=scenario)
                              | Q(battle__scenario__id=scenario))
-    return list(votes.order_by("position").values_list("system_a_id", "system_b_id", "outcome"))
+    counted = list(votes.filter(excluded_reason=Vote.Excluded.COUNTED).order_by("position")
+                   .values_list("system_a_id", "system_b_id", "outcome"))
+    excluded = dict(votes.filter(excluded_reason__in=list(EXCLUDED_NOTES)).order_by()
+                    .values_list("excluded_reason").annotate(n=Count("pk")))
+    return counted, excluded
 
 
 def rated(votes: list[tuple], *, method: str, n_resamples: int) -> ArenaTable:
@@ -68,8 +90,8 @@ def arena_board(arena: Arena, *, method: str = "elo", dataset: str = "", scenari
                 n_resamples: int = DEFAULT_RESAMPLES) -> ArenaBoard:
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-    table = rated(arena_votes(arena, dataset=dataset, scenario=scenario), method=method,
-                  n_resamples=n_resamples)
+    votes, excluded = arena_votes(arena, dataset=dataset, scenario=scenario)
+    table = rated(votes, method=method, n_resamples=n_resamples)
     systems = System.objects.in_bulk([row.system for row in table.rows])
     rows = [{"system": systems[row.system].name, "slug": systems[row.system].slug,
              "rating": row.rating, "ci_low": row.ci_low, "ci_high": row.ci_high,
@@ -92,7 +114,7 @@ def arena_board(arena: Arena, *, method: str = "elo", dataset: str = "", scenari
                   for a in order]
         heatmap = charts.heatmap(names, values, colour=charts.win_rate_colour,
                                  value_label="share of games won (ties half)")
-    return ArenaBoard(arena, method, dataset, scenario, table, rows, forest, heatmap)
+    return ArenaBoard(arena, method, dataset, scenario, table, rows, forest, heatmap, excluded)
 
 
 def arena_board_payload(board: ArenaBoard) -> dict:
@@ -102,7 +124,9 @@ def arena_board_payload(board: ArenaBoard) -> dict:
             "benchmark": board.arena.benchmark.slug if board.arena.benchmark else None,
             "method": board.method, "method_label": METHOD_LABELS[board.method],
             "filters": {"dataset": board.dataset or None, "scenario": board.scenario or None},
-            "votes": table.n_votes, "params": table.params,
+            "votes": table.n_votes,
+            "excluded": {reason: board.excluded.get(reason, 0) for reason in EXCLUDED_NOTES},
+            "params": table.params,
             "valid_resamples": table.valid_resamples,
             "undefined_reason": table.undefined_reason,
             "ci_note": table.ci_note,

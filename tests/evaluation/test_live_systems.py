@@ -80,9 +80,9 @@ def test_bad_settings_and_credentials_the_operator_does_not_offer_are_refused(re
     with pytest.raises(ValidationError, match=r"credential 'SECRET_KEY' is not one the operator "
                                               r"offers \(CONCORD_CREDENTIALS\): choose one of "
                                               r"crs-demo, or none"):
-        system_set_live(system=system, endpoint="http://127.0.0.1:9/", credential="SECRET_KEY")
+        system_set_live(system=system, endpoint="http://127.0.0.1:40009/", credential="SECRET_KEY")
     with pytest.raises(ValidationError, match="'theirs' is offered only to other users"):
-        system_set_live(system=system, endpoint="http://127.0.0.1:9/", credential="theirs")
+        system_set_live(system=system, endpoint="http://127.0.0.1:40009/", credential="theirs")
     with pytest.raises(ValidationError, match="an in-process baseline takes no credential"):
         system_set_live(system=system, adapter="tfidf", credential="crs-demo")
     with pytest.raises(ValidationError, match="either an endpoint URL or an in-process"):

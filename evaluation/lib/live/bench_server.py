@@ -15,6 +15,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -30,7 +31,9 @@ class BenchLiveServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/crs"
 
-    def start(self) -> BenchLiveServer:
+    def start(self, ports: Sequence[Sequence[int]] = ()) -> BenchLiveServer:
+        """Listen on 127.0.0.1: on the first free port of PORTS ((low, high) ranges, the
+        loopback ports Concord may call, CONCORD_LIVE_LOOPBACK_PORTS), or on any port."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,7 +71,7 @@ class BenchLiveServer:
                 self.wfile.write(payload)
                 self.wfile.flush()
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _bind(Handler, ports)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         return self
@@ -79,14 +82,28 @@ class BenchLiveServer:
             self.httpd.server_close()
 
 
+def _bind(handler, ports: Sequence[Sequence[int]]) -> ThreadingHTTPServer:
+    for low, high in ports:
+        for port in range(low, high + 1):
+            try:
+                return ThreadingHTTPServer(("127.0.0.1", port), handler)
+            except OSError:
+                continue
+    if ports:
+        raise OSError(f"no free port on 127.0.0.1 in {ports}")
+    return ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", type=int, default=2)
     parser.add_argument("--latency", type=float, default=0.3)
     parser.add_argument("--items", default="[]", help="the ranked item ids, a JSON list")
+    parser.add_argument("--ports", default="[]",
+                        help="the port ranges to listen in, a JSON list of [low, high]")
     args = parser.parse_args(argv)
-    servers = [BenchLiveServer(latency=args.latency, item_ids=tuple(json.loads(args.items))).start()
-               for _ in range(args.systems)]
+    servers = [BenchLiveServer(latency=args.latency, item_ids=tuple(json.loads(args.items)))
+               .start(json.loads(args.ports)) for _ in range(args.systems)]
     print(json.dumps({"urls": [server.url for server in servers]}), flush=True)
     sys.stdin.read()  # until the caller closes it (or goes away)
     for server in servers:

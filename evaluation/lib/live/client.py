@@ -35,7 +35,13 @@ from dataclasses import dataclass
 
 from evaluation.lib.deadlines import Deadline, DeadlineExceeded
 from evaluation.lib.live.contract import LiveAnswer, LiveAnswerError, LiveRequest, validate_answer
-from evaluation.lib.live.hosts import EndpointRefused, Resolver, resolve_allowed, system_resolver
+from evaluation.lib.live.hosts import (
+    EndpointRefused,
+    PortRanges,
+    Resolver,
+    resolve_allowed,
+    system_resolver,
+)
 
 MAX_BACKOFF_SECONDS = 30.0
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
@@ -87,8 +93,9 @@ class HttpLiveSystem:
     def __init__(self, url: str, *, allowed_hosts: Sequence[str], item_ids: Collection[str],
                  review_ids: Collection[str], settings: LiveSettings = LiveSettings(),
                  api_key: str | None = None, resolver: Resolver = system_resolver,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, loopback_ports: PortRanges = ()):
         self.url, self.allowed_hosts, self.settings = url, list(allowed_hosts), settings
+        self.loopback_ports = tuple(loopback_ports)
         self.item_ids, self.review_ids = item_ids, review_ids
         self.api_key, self.resolver, self.sleep = api_key, resolver, sleep
         self._slots = _semaphore(url, settings.max_concurrency)
@@ -137,7 +144,8 @@ class HttpLiveSystem:
 
     def _exchange(self, body: bytes, deadline: Deadline) -> tuple[int, bytes]:
         try:
-            endpoint = resolve_allowed(self.url, self.allowed_hosts, resolver=self.resolver)
+            endpoint = resolve_allowed(self.url, self.allowed_hosts, resolver=self.resolver,
+                                       loopback_ports=self.loopback_ports)
         except EndpointRefused as error:
             raise LiveCallError("refused", str(error)) from None
         connection_class = (http.client.HTTPSConnection if endpoint.scheme == "https"

@@ -42,6 +42,9 @@ class Command(BaseCommand):
         self.stdout.write(f"{found.name}: {METHOD_LABELS[method]}, {table.n_votes} votes, "
                           f"95% bootstrap CIs ({table.valid_resamples} of {resamples} "
                           "resamples usable)")
+        if board.excluded_notes:
+            self.stdout.write("Not counted: " + "; ".join(
+                f"{n} {note}" for n, note in board.excluded_notes))
         if table.undefined_reason:
             self.stdout.write(f"Ratings undefined: {table.undefined_reason}")
         if table.ci_note:

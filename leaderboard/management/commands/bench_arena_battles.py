@@ -184,7 +184,8 @@ class Command(BaseCommand):
         with TemporaryDirectory() as timing:
             systems_process = subprocess.Popen(
                 [sys.executable, "-m", "evaluation.lib.live.bench_server", "--systems", "2",
-                 "--latency", str(latency), "--items", json.dumps(items)],
+                 "--latency", str(latency), "--items", json.dumps(items),
+                 "--ports", json.dumps(settings.LIVE_LOOPBACK_PORTS)],
                 cwd=settings.BASE_DIR, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             web = None
             try:

@@ -18,6 +18,7 @@ from evaluation.lib.live.hosts import EndpointRefused, resolve_allowed
 from tests.support.live_server import DROP, Raw, first_items, live_server
 
 DEV = ["localhost", "127.0.0.0/8", "::1"]
+PORTS = ((1024, 65535),)  # loopback ports these tests call (tests/evaluation/live/test_ssrf.py)
 ITEMS = {"r1", "r2", "h1"}
 REVIEWS = {"v1", "v2"}
 
@@ -44,10 +45,11 @@ def test_private_addresses_need_an_entry_and_loopback_is_the_development_default
     with pytest.raises(EndpointRefused, match="private"):
         resolve_allowed("http://crs.example/", DEV + ["public"], resolver=fixed("192.168.1.9"))
     assert resolve_allowed("http://10.0.0.5:8080/crs", ["10.0.0.0/8"]).port == 8080
-    endpoint = resolve_allowed("http://127.0.0.1:9000/a?b=1", DEV)
+    endpoint = resolve_allowed("http://127.0.0.1:9000/a?b=1", DEV, loopback_ports=PORTS)
     assert (endpoint.host, endpoint.port, endpoint.path) == ("127.0.0.1", 9000, "/a?b=1")
-    assert resolve_allowed("http://[::1]:9000/", DEV).address == "::1"
-    assert resolve_allowed("http://localhost:9000/", DEV).address in {"127.0.0.1", "::1"}
+    assert resolve_allowed("http://[::1]:9000/", DEV, loopback_ports=PORTS).address == "::1"
+    assert resolve_allowed("http://localhost:9000/", DEV, loopback_ports=PORTS).address \
+        in {"127.0.0.1", "::1"}
 
 
 def test_every_resolved_address_must_be_allowed():
@@ -118,14 +120,15 @@ def request(n=0):
 
 def client(url, sleeps=None, **settings):
     return HttpLiveSystem(url, allowed_hosts=DEV, item_ids=ITEMS, review_ids=REVIEWS,
-                          settings=LiveSettings(**settings),
+                          settings=LiveSettings(**settings), loopback_ports=PORTS,
                           sleep=(sleeps.append if sleeps is not None else time.sleep))
 
 
 def test_a_good_answer_and_the_request_it_answers():
     with live_server(first_items(["r1", "r2"])) as server:
         answer = HttpLiveSystem(server.url, allowed_hosts=DEV, item_ids=ITEMS,
-                                review_ids=REVIEWS, api_key="sekrit").turn(request())
+                                review_ids=REVIEWS, api_key="sekrit",
+                                loopback_ports=PORTS).turn(request())
     assert answer.ranked_item_ids == ("r1", "r2")
     assert server.requests[0]["utterance"] == "quiet seafood please"
     assert server.requests[0]["contract"] == "concord-live/1"
