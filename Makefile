@@ -6,18 +6,20 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# pip, migrate and load_demo print a line at least every 10 s (scripts/heartbeat.py)
+HEARTBEAT := $(PYTHON) scripts/heartbeat.py
 
 .PHONY: run test install lint worker web migrate demo browser clean
 
 $(INSTALLED): pyproject.toml
 	@echo "[1/3] Creating the virtual environment in $(VENV) …"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(HEARTBEAT) "upgrading pip" -- $(PY) -m pip install --quiet --upgrade pip
 	@echo "[2/3] Installing torch, CPU build (a large download, a few minutes on a slow line) …"
 	# The CPU build of torch first, so that nothing later pulls the CUDA packages.
-	$(PY) -m pip install --quiet --progress-bar off torch==2.13.0
+	$(HEARTBEAT) "installing torch" -- $(PY) -m pip install --progress-bar off torch==2.13.0
 	@echo "[3/3] Installing Concord and its dependencies …"
-	$(PY) -m pip install --quiet --progress-bar off ".[test]"
+	$(HEARTBEAT) "installing the dependencies" -- $(PY) -m pip install --progress-bar off ".[test]"
 	touch $(INSTALLED)
 	@echo "Installed."
 
@@ -25,11 +27,11 @@ install: $(INSTALLED)
 
 migrate: install
 	@echo "Preparing the database …"
-	$(PY) manage.py migrate --noinput
+	$(HEARTBEAT) "migrating" -- $(PY) manage.py migrate --noinput
 
 demo: migrate
 	@echo "Loading the demo (benchmark, evaluated baselines, studies, accounts) …"
-	$(PY) manage.py load_demo
+	$(HEARTBEAT) "loading the demo" -- $(PY) -u manage.py load_demo
 
 ## run: install, migrate, load the demo, and serve web + worker on http://$(HOST):$(PORT)
 run: demo
