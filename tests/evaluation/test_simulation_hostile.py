@@ -7,7 +7,7 @@ import pytest
 from evaluation.models import Job, SimulatedDialogue
 from evaluation.services.live import live_system_create
 from evaluation.services.simulations import simulation_create
-from tests.evaluation.simulation_fixtures import by_dialogue, run_all
+from tests.evaluation.simulation_fixtures import by_dialogue, run_all, stored_dialogue
 from tests.support.live_server import Raw, live_server, trickled
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,19 +23,20 @@ def test_hostile_answers_fail_their_dialogues_and_the_batch_goes_on(sim_benchmar
             return HOSTILE[user]
         return {"response": "ok", "ranked_item_ids": ["r1"]}
 
-    with live_server(by_dialogue(answer)) as server:
+    system_answer = by_dialogue(answer)
+    with live_server(system_answer) as server:
         system = live_system_create(name="Hostile", owner=researcher, endpoint=server.url,
                                     max_retries=0)
-        simulation = run_all(simulation_create(
+        simulation = run_all(system_answer.follow(simulation_create(
             benchmark=sim_benchmark, system=system, simulator="template", users=3, turns=2,
-            failure_threshold=0.9, batch_size=3, enqueue=False))
+            failure_threshold=0.9, batch_size=3, enqueue=False)))
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
-    failed = {d.user_id: d for d in simulation.dialogues.filter(status="failed")}
+    failed = {d.source_dialogue_id: d for d in simulation.dialogues.filter(status="failed")}
     assert {u: d.error_kind for u, d in failed.items()} == {"d1": "too_deep",
                                                             "d2": "bad_number"}
     assert failed["d1"].error == "turn 3: the answer's JSON is nested too deeply"
     assert "an integer of 10,000 digits" in failed["d2"].error
-    assert simulation.dialogues.get(user_id="d3").status == SimulatedDialogue.Status.OK
+    assert stored_dialogue(simulation, "d3").status == SimulatedDialogue.Status.OK
     assert simulation.report["failures_by_kind"] == {"too_deep": 1, "bad_number": 1}
 
 

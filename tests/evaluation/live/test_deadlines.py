@@ -14,6 +14,7 @@ from evaluation.services.live import INPROCESS_POOL, live_baselines_ensure, live
 from tests.support.live_server import Raw, live_server, trickled
 
 DEV = ["localhost", "127.0.0.0/8", "::1"]
+PORTS = ((1024, 65535),)  # the test servers' ports (loopback is refused on any other)
 ITEMS = {"r1", "r2", "h1"}
 REVIEWS = {"v1", "v2"}
 MARGIN = 1.0  # seconds a call may run past timeout × attempts on a loaded machine
@@ -21,7 +22,7 @@ MARGIN = 1.0  # seconds a call may run past timeout × attempts on a loaded mach
 
 def client(url, **settings):
     return HttpLiveSystem(url, allowed_hosts=DEV, item_ids=ITEMS, review_ids=REVIEWS,
-                          settings=LiveSettings(**settings))
+                          settings=LiveSettings(**settings), loopback_ports=PORTS)
 
 
 def test_a_server_trickling_one_header_byte_a_second_times_out_within_the_budget():
