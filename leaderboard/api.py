@@ -51,6 +51,7 @@ from evaluation.selectors.benchmarks import (
 )
 from evaluation.services.live import system_set_live
 from evaluation.services.simulations import simulation_cancel, simulation_create
+from evaluation.services.spending import BudgetExceeded
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
@@ -346,13 +347,18 @@ class SimulationList(generics.ListAPIView):
         description="Start a simulation of one of your systems (researchers): with `endpoint` "
                     "the system's live endpoint is registered first (only addresses allowed by "
                     "CONCORD_LIVE_ALLOWED_HOSTS). Everything that would fail for every user is "
-                    "refused with 400 and nothing is stored; otherwise its batches are queued "
+                    "refused with 400 and nothing is stored; an LLM simulator whose estimate "
+                    "passes the per-run cap is refused with 400, over the daily LLM allowance "
+                    "with 429 (CONCORD_LLM_DAILY_BUDGET_*); otherwise its batches are queued "
                     "for the workers — poll the returned `url` for progress and metrics.",
         request=SimulationStartSerializer,
         responses={201: SimulationSerializer,
                    400: OpenApiResponse(description="invalid parameters; nothing was stored"),
                    403: OpenApiResponse(description="not your system, or not a researcher"),
                    404: OpenApiResponse(description="no such system or benchmark"),
+                   429: OpenApiResponse(description="an LLM simulator's estimate is over your "
+                                                    "daily LLM allowance (the detail says by "
+                                                    "how much); nothing was stored"),
                    503: OpenApiResponse(description="the queue is down; nothing was stored")})
     def post(self, request):
         body = SimulationStartSerializer(data=request.data)
@@ -377,6 +383,9 @@ class SimulationList(generics.ListAPIView):
                             status=status.HTTP_400_BAD_REQUEST)
         except LLMConfigurationError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except BudgetExceeded as exc:  # over today's LLM allowance (429) or the per-run cap
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS
+                            if exc.daily else status.HTTP_400_BAD_REQUEST)
         simulation = simulations_for_user(request.user).get(pk=simulation.pk)
         return Response(SimulationSerializer(simulation).data, status=status.HTTP_201_CREATED)
 

@@ -32,10 +32,11 @@ from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
-from evaluation.models import Split
+from evaluation.models import LLMSpend, Split
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
 from evaluation.services.live import system_set_live
-from evaluation.services.simulations import simulation_create
+from evaluation.services.simulations import simulation_create, simulation_estimate
+from evaluation.services.spending import BudgetExceeded, spending_preview
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
@@ -282,7 +283,10 @@ def system_simulate(request, slug):
                           initial={"endpoint": system.live_endpoint,
                                    "api_key_env": system.live_api_key_env,
                                    "timeout_seconds": system.live_timeout_seconds})
-    if request.method == "POST" and form.is_valid():
+    budget = {}
+    if request.method == "POST" and form.is_valid() and "confirm" not in request.POST:
+        budget = _simulation_budget(request.user, form)  # shown before the user confirms
+    if request.method == "POST" and form.is_valid() and not budget:
         data = form.cleaned_data
         try:
             with transaction.atomic():
@@ -296,12 +300,27 @@ def system_simulate(request, slug):
                     benchmark=data["benchmark"], system=system, simulator=data["simulator"],
                     users=data["users"], turns=data["turns"], seed=data["seed"],
                     user=request.user)
-        except (ValidationError, LLMConfigurationError) as exc:
+        except (ValidationError, LLMConfigurationError, BudgetExceeded) as exc:
             form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
         else:
             return redirect("job_detail", simulation.job_id)
     return render(request, "leaderboard/system_simulate.html",
-                  {"form": form, "system": system}, status=400 if form.errors else 200)
+                  {"form": form, "system": system, "budget": budget},
+                  status=400 if form.errors else 200)
+
+
+def _simulation_budget(user, form) -> dict:
+    """An LLM simulator's estimate against USER's budget ({} for one without an LLM, or with
+    the reason on the form when it cannot be estimated)."""
+    data = form.cleaned_data
+    try:
+        estimate = simulation_estimate(benchmark=data["benchmark"], simulator=data["simulator"],
+                                       users=data["users"], turns=data["turns"],
+                                       seed=data["seed"])
+    except (ValidationError, LLMConfigurationError) as exc:
+        form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
+        return {"problem": "no estimate"}
+    return spending_preview(user=user, estimate=estimate, kind=LLMSpend.Kind.SIMULATION)
 
 
 def system_detail(request, slug):

@@ -15,6 +15,7 @@ from django.core.management.base import CommandError
 from annotation import report_selectors
 from annotation.imports import public_dataset_import
 from evaluation.models import FaceInstruction, FaceOptimization, FaceTurn, Job, Run, Submission
+from evaluation.services.llm_runs import LLMRunFailed
 from tests.support.llm_server import RecordedRequest, with_logprobs
 
 MODEL = "openai/scripted-face"
@@ -248,9 +249,13 @@ def test_the_study_page_starts_an_optimization_for_its_author_only(study, client
                           {"aspect": "relevance", "beam": 4, "candidates": 2}, follow=True)
     assert "at least the beam width" in refused.content.decode()
     assert not FaceOptimization.objects.exists()
-    response = client.post(f"/studies/{study.slug}/face/optimize/",
-                           {"aspect": "overall", "iterations": 1, "beam": 1, "candidates": 2,
-                            "gradients": 1, "seed": 5})
+    choice = {"aspect": "overall", "iterations": 1, "beam": 1, "candidates": 2,
+              "gradients": 1, "seed": 5}
+    estimate = client.post(f"/studies/{study.slug}/face/optimize/", choice)
+    page = estimate.content.decode()
+    assert estimate.status_code == 200 and 'id="budget-tokens"' in page
+    assert 'id="confirm-button"' in page and not FaceOptimization.objects.exists()
+    response = client.post(f"/studies/{study.slug}/face/optimize/", {**choice, "confirm": "1"})
     optimization = FaceOptimization.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/jobs/{optimization.job_id}/"
     assert optimization.name == "overall-v1" and optimization.label_field == "dialogue_overall"
@@ -306,11 +311,11 @@ def test_a_trial_on_a_few_units_with_progress_per_unit(study, llm_server):
                           dialogues=[dialogue], enqueue=False, face={"aspects": ["overall"]})
     run_process(job_id=only.job_id)
     assert set(only.unit_scores.values_list("dialogue_id", flat=True)) == {dialogue}
-    missing = llm_run_create(submission=submission, evaluator="face", model=model,
-                             dialogues=["nope"], enqueue=False, face={"aspects": ["overall"]})
-    run_process(job_id=missing.job_id)
-    missing.job.refresh_from_db()
-    assert "none of the dialogues nope is in the submission" in missing.job.error
+    runs = Run.objects.count()
+    with pytest.raises(LLMRunFailed, match="none of the dialogues nope is in the submission"):
+        llm_run_create(submission=submission, evaluator="face", model=model,
+                       dialogues=["nope"], enqueue=False, face={"aspects": ["overall"]})
+    assert Run.objects.count() == runs  # refused by its estimate: nothing stored
 
 
 def test_a_refused_connection_is_reported_as_such(study, llm_settings):
