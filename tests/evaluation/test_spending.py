@@ -126,6 +126,7 @@ def _start(submission, server, user, **options):
                           **options)
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_a_run_reserves_its_estimate_and_settles_to_what_it_spent(log_submission,
                                                                    judge, researcher):
     estimate = llm_run_estimate(submission=log_submission, evaluator="pepper_judge",
@@ -177,6 +178,7 @@ def test_an_unknown_price_counts_by_tokens_never_as_free(log_submission, judge,
     assert Run.objects.count() == 1
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_an_identical_run_while_one_is_queued_is_refused_naming_it(log_submission,
                                                                     judge, researcher, staff):
     run = _start(log_submission, judge, researcher)
@@ -190,6 +192,7 @@ def test_an_identical_run_while_one_is_queued_is_refused_naming_it(log_submissio
     assert again.pk != run.pk
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_the_command_line_checks_the_operator_budget_unless_told_not_to(
         log_submission, judge, settings):
     settings.LLM_DAILY_BUDGET_TOKENS = 10
