@@ -14,7 +14,15 @@ from django.core.management.base import CommandError
 
 from annotation import report_selectors
 from annotation.imports import public_dataset_import
-from evaluation.models import FaceInstruction, FaceOptimization, FaceTurn, Job, Run, Submission
+from evaluation.models import (
+    FaceInstruction,
+    FaceOptimization,
+    FaceTurn,
+    Job,
+    LLMSpend,
+    Run,
+    Submission,
+)
 from evaluation.services.llm_runs import LLMRunFailed
 from tests.support.llm_server import RecordedRequest, with_logprobs
 
@@ -122,6 +130,12 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     assert optimization.dev_correlation == pytest.approx(1.0)
     assert [u["iteration"] for u in optimization.usage] == [1, 2, "final"]
     assert optimization.usage[0]["calls"] > 0 and optimization.usage[0]["cost_usd"] is None
+    # Its estimate was reserved on the operator's LLM budget, then settled to what it spent.
+    spend = LLMSpend.objects.get(job=optimization.job)
+    assert spend.kind == "face_optimization" and spend.account.key == "operator"
+    assert spend.estimated_tokens > 0 and spend.status == "settled"
+    assert spend.spent_tokens == sum(u["total_tokens"] for u in optimization.usage) > 0
+    assert spend.spent_usd is None  # unpriced model: unknown, never $0
     printed = out.getvalue()
     assert "iteration 1:" in printed and "relevance-v1" in printed and "dev correlation 1.000" \
         in printed
@@ -206,6 +220,10 @@ def test_resume_continues_after_the_last_finished_iteration(study, llm_server):
     assert set(optimization.instructions.filter(iteration=1).values_list("pk", flat=True)) \
         == first_ids  # not recomputed
     assert not optimization.instructions.filter(text="half-done").exists()
+    # The continuation reserved only what was left: one iteration, no decomposition.
+    first, resumed = LLMSpend.objects.order_by("pk")
+    assert resumed.job_id == optimization.job_id
+    assert 0 < resumed.estimated_tokens < first.estimated_tokens
 
 
 def test_a_server_without_logprobs_is_refused(study, llm_server):
