@@ -467,6 +467,10 @@ def face_runs_create(*, benchmark: Benchmark, versions: Sequence[str], model: di
     if not submissions:
         raise FaceOptimizationError(f"{benchmark.slug} has no log submission to evaluate")
     with transaction.atomic():
+        # every submission's row lock before the first budget lock, in one order, so a run
+        # started meanwhile on one of them (submission, then account) cannot deadlock with us
+        list(Submission.objects.select_for_update().filter(
+            pk__in=[s.pk for s in submissions]).order_by("pk").values_list("pk", flat=True))
         return [_face_run(submission, model, user, face) for submission in submissions]
 
 

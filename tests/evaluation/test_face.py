@@ -200,6 +200,19 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
                  **llm_options(server))
     assert server.request_count == before
 
+    # "Evaluate with FACE" queues one run per log submission, each reserved on the budget of
+    # whoever started it (the ones a worker has not started yet would be refused as twins).
+    from evaluation.services.face_optimization import face_runs_create
+
+    model = {**llm_options(server, "openai/scripted-face"), "api_key_env": None,
+             "temperature": 0.0, "max_tokens": None}
+    runs = face_runs_create(benchmark=study.benchmark, versions=["relevance-v1"], model=model,
+                            user=staff)
+    spends = LLMSpend.objects.filter(job__in=[r.job_id for r in runs])
+    assert len(runs) == spends.count() == Submission.objects.filter(
+        benchmark=study.benchmark, protocol="log").count()
+    assert {s.account.key for s in spends} == {f"user:{staff.pk}"}
+
 
 def test_resume_continues_after_the_last_finished_iteration(study, llm_server):
     server = llm_server(face_script())

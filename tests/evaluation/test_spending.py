@@ -146,6 +146,23 @@ def test_a_run_reserves_its_estimate_and_settles_to_what_it_spent(log_submission
     assert spending_remaining(user=researcher).tokens_used == run.usage["total_tokens"]
 
 
+def test_a_dead_workers_run_is_settled_by_the_sweep(log_submission, judge, researcher):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from evaluation.services.jobs import jobs_fail_stale
+
+    run = _start(log_submission, judge, researcher)
+    Run.objects.filter(pk=run.pk).update(usage={"total_tokens": 123, "cost_usd": None})
+    Job.objects.filter(pk=run.job_id).update(
+        status=Job.Status.RUNNING, heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert jobs_fail_stale() == 1
+    spend = LLMSpend.objects.get(job=run.job)
+    assert (spend.status, spend.spent_tokens, spend.spent_usd) == ("settled", 123, None)
+    assert spending_remaining(user=researcher).tokens_used == 123
+
+
 def test_over_the_daily_tokens_nothing_is_stored_and_the_message_says_why(
         log_submission, judge, researcher, settings):
     first = _start(log_submission, judge, researcher)
