@@ -310,8 +310,8 @@ def system_simulate(request, slug):
 
 
 def _simulation_budget(user, form) -> dict:
-    """An LLM simulator's estimate against USER's budget ({} for one without an LLM, or with
-    the reason on the form when it cannot be estimated)."""
+    """An LLM simulator's estimate against USER's budget ({} for one without an LLM; when it
+    cannot be estimated the reason goes on the form, which is then no longer valid)."""
     data = form.cleaned_data
     try:
         estimate = simulation_estimate(benchmark=data["benchmark"], simulator=data["simulator"],
@@ -319,7 +319,7 @@ def _simulation_budget(user, form) -> dict:
                                        seed=data["seed"])
     except (ValidationError, LLMConfigurationError) as exc:
         form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
-        return {"problem": "no estimate"}
+        return {}
     return spending_preview(user=user, estimate=estimate, kind=LLMSpend.Kind.SIMULATION)
 
 

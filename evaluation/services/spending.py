@@ -117,6 +117,18 @@ def money_text(usd: float) -> str:
 
 def budget_problem(estimate: RunEstimate, allowance: Allowance, *, what: str = "run") -> str:
     """Why a start of ESTIMATE may not go ahead under ALLOWANCE ("" when it may)."""
+    return _budget_check(estimate, allowance, what)[0]
+
+
+def _budget_check(estimate: RunEstimate, allowance: Allowance, what: str) -> tuple[str, bool]:
+    """(why not, or "", and whether the reason is today's allowance rather than a cap)."""
+    problem = _cap_problem(estimate, what)
+    if problem:
+        return problem, False
+    return _daily_problem(estimate, allowance, what), True
+
+
+def _cap_problem(estimate: RunEstimate, what: str) -> str:
     tokens, cost = estimate.total_tokens, estimate.cost_usd
     head = f"This {what} is estimated at {tokens_text(tokens)} tokens"
     if settings.LLM_RUN_CAP_TOKENS and tokens > settings.LLM_RUN_CAP_TOKENS:
@@ -127,17 +139,23 @@ def budget_problem(estimate: RunEstimate, allowance: Allowance, *, what: str = "
         return (f"{head} ({money_text(cost)}), over the per-run cap of "
                 f"{money_text(settings.LLM_RUN_CAP_USD)} (CONCORD_LLM_RUN_CAP_USD); make it "
                 "smaller (fewer units, users or turns) or ask the operator.")
+    if cost is None and not settings.LLM_DAILY_BUDGET_TOKENS and settings.LLM_DAILY_BUDGET_USD:
+        return (f"{head} at an unknown price (litellm has no price for the model), and no "
+                "token budget is set (CONCORD_LLM_DAILY_BUDGET_TOKENS is 0), so it cannot be "
+                "checked against CONCORD_LLM_DAILY_BUDGET_USD.")
+    return ""
+
+
+def _daily_problem(estimate: RunEstimate, allowance: Allowance, what: str) -> str:
+    tokens, cost = estimate.total_tokens, estimate.cost_usd
+    head = f"This {what} is estimated at {tokens_text(tokens)} tokens"
     resets = "it resets at 00:00 UTC"
     left = allowance.tokens_left
     if left is not None and tokens > left:
         return (f"{head}; your daily allowance has {tokens_text(left)} tokens left "
                 f"(CONCORD_LLM_DAILY_BUDGET_TOKENS); {resets}.")
     if cost is None:
-        if allowance.tokens_limit is None and allowance.usd_limit is not None:
-            return (f"{head} at an unknown price (litellm has no price for the model), and no "
-                    "token budget is set (CONCORD_LLM_DAILY_BUDGET_TOKENS is 0), so it cannot be "
-                    "checked against CONCORD_LLM_DAILY_BUDGET_USD.")
-        return ""
+        return ""  # counted by its tokens alone
     if allowance.usd_left is not None and cost > allowance.usd_left:
         return (f"{head} ({money_text(cost)}); your daily allowance has "
                 f"{money_text(allowance.usd_left)} left (CONCORD_LLM_DAILY_BUDGET_USD); "
@@ -160,9 +178,9 @@ def spending_reserve(*, user, kind: str, estimate: RunEstimate, model: str, job,
         raise RuntimeError("spending_reserve runs inside the transaction that creates the job")
     account = _locked_account(account_key(user))
     if enforce:
-        problem = budget_problem(estimate, spending_remaining(user=user), what=WHAT[kind])
+        problem, daily = _budget_check(estimate, spending_remaining(user=user), WHAT[kind])
         if problem:
-            raise BudgetExceeded(problem, daily="daily allowance" in problem)
+            raise BudgetExceeded(problem, daily=daily)
     return LLMSpend.objects.create(
         account=account, user=user, kind=kind, job=job, description=description[:300],
         model=model[:200], estimated_tokens=estimate.total_tokens,

@@ -184,8 +184,9 @@ def test_an_unknown_price_counts_by_tokens_never_as_free(log_submission, judge,
     _start(log_submission, judge, researcher)  # unpriced: checked by its tokens instead
     settings.LLM_DAILY_BUDGET_TOKENS = 0  # no token limit: the dollars cannot be checked
     with pytest.raises(BudgetExceeded, match="at an unknown price .* cannot be checked against "
-                                             "CONCORD_LLM_DAILY_BUDGET_USD"):
+                                             "CONCORD_LLM_DAILY_BUDGET_USD") as unchecked:
         _start(log_submission, judge, researcher, stop_after=7)
+    assert not unchecked.value.daily  # waiting for tomorrow would not help
     settings.LLM_RUN_CAP_TOKENS = 10
     settings.LLM_DAILY_BUDGET_TOKENS = 10**9
     with pytest.raises(BudgetExceeded, match=r"over the per-run cap of 10 tokens \(CONCORD_LLM_"
