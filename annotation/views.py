@@ -565,10 +565,14 @@ def metric_board_download(request, slug, fmt):
 def study_face(request, slug):
     """The study's FACE instruction optimizations and the forms to start one or to evaluate."""
     study = get_study_for_user(request.user, slug, write=True)
+    return _study_face_page(request, study)
+
+
+def _study_face_page(request, study, status: int = 200, **extra):
     return render(request, "annotation/study_face.html", {
         "study": study, "aspects": face_selectors.trainable_aspects(study=study),
         "optimizations": face_selectors.study_face_optimizations(study=study),
-        "defaults": FACE_DEFAULTS})
+        "defaults": FACE_DEFAULTS, **extra}, status=status)
 
 
 FACE_DEFAULTS = {"iterations": 3, "beam": 2, "candidates": 4, "gradients": 2, "seed": 0}
@@ -577,21 +581,33 @@ FACE_DEFAULTS = {"iterations": 3, "beam": 2, "candidates": 4, "gradients": 2, "s
 @login_required
 @require_POST
 def study_face_optimize(request, slug):
-    """Queue FACE instruction optimization of one aspect on the study's labels."""
+    """Queue FACE instruction optimization of one aspect on the study's labels: first its
+    estimate against the user's LLM allowance, then (with `confirm`) the job."""
     study = get_study_for_user(request.user, slug, write=True)
     from evaluation.lib.llm.gateway import LLMConfigurationError
+    from evaluation.models import LLMSpend
     from evaluation.services.face_optimization import (
         FaceOptimizationError,
         face_optimization_create,
+        face_optimization_estimate,
     )
     from evaluation.services.llm_runs import model_options
+    from evaluation.services.spending import spending_preview
 
     try:
         params = {name: int(request.POST.get(name, default))
                   for name, default in FACE_DEFAULTS.items()}
+        aspect = request.POST.get("aspect", "")
+        if "confirm" not in request.POST:
+            estimate = face_optimization_estimate(study=study.slug, aspect=aspect,
+                                                  model=model_options(), **params)
+            return _study_face_page(request, study, face_choice={"aspect": aspect, **params},
+                                    budget=spending_preview(
+                                        user=request.user, estimate=estimate,
+                                        kind=LLMSpend.Kind.FACE_OPTIMIZATION))
         optimization = face_optimization_create(
-            study=study.slug, aspect=request.POST.get("aspect", ""), model=model_options(),
-            user=request.user, **params)
+            study=study.slug, aspect=aspect, model=model_options(), user=request.user,
+            **params)
     except (ValueError, FaceOptimizationError, LLMConfigurationError) as exc:
         messages.error(request, f"FACE optimization not started: {exc}")
         return redirect("annotation:study_face", slug=study.slug)
@@ -635,5 +651,9 @@ def study_face_resume(request, slug, optimization_id):
     if optimization.job is not None and not optimization.job.is_finished:
         messages.error(request, f"FACE {optimization.name} is still running.")
         return redirect("annotation:study_face", slug=study.slug)
-    job = face_optimization_restart(optimization=optimization, user=request.user)
+    try:
+        job = face_optimization_restart(optimization=optimization, user=request.user)
+    except ValueError as exc:  # over an LLM budget, or the study's labels are gone
+        messages.error(request, f"FACE {optimization.name} not continued: {exc}")
+        return redirect("annotation:study_face", slug=study.slug)
     return redirect("job_detail", job_id=job.pk)

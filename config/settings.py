@@ -420,6 +420,19 @@ try:
 except ValueError as _error:
     raise ImproperlyConfigured(str(_error)) from None
 
+# --- LLM budgets (docs/operations.md, "LLM budgets") ------------------------------------------
+# Every start that spends LLM money (an evaluator run by hand, a simulation with an LLM user, a
+# FACE optimisation) reserves its estimate against its account's allowance for the UTC day and
+# is refused over a per-run cap. 0 switches a limit off. A model without a known price counts
+# by tokens only; with both token limits off it is refused while a dollar limit is on.
+LLM_DAILY_BUDGET_USD = env_float("CONCORD_LLM_DAILY_BUDGET_USD", 20.0)
+LLM_DAILY_BUDGET_TOKENS = env_int("CONCORD_LLM_DAILY_BUDGET_TOKENS", 5_000_000)
+LLM_RUN_CAP_USD = env_float("CONCORD_LLM_RUN_CAP_USD", 10.0)
+LLM_RUN_CAP_TOKENS = env_int("CONCORD_LLM_RUN_CAP_TOKENS", 2_000_000)
+if min(LLM_DAILY_BUDGET_USD, LLM_DAILY_BUDGET_TOKENS, LLM_RUN_CAP_USD, LLM_RUN_CAP_TOKENS) < 0:
+    raise ImproperlyConfigured("the CONCORD_LLM_DAILY_BUDGET_* and CONCORD_LLM_RUN_CAP_* "
+                               "settings are 0 (no limit) or more")
+
 # Live systems (docs/formats.md §4): the addresses Concord may call on a researcher's behalf.
 # Entries are IP addresses, CIDR networks, host names or `public` (any global address). Loopback
 # only in development; nothing in production until the operator lists what is allowed.

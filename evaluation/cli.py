@@ -93,6 +93,20 @@ def llm_model_options(opts: dict, model: str | None = None) -> dict:
         raise CommandError(str(exc)) from exc
 
 
+def add_budget_argument(parser) -> None:
+    """--no-budget: the operator's commands check the LLM budgets like the web does (on the
+    "operator" account, docs/operations.md "LLM budgets") unless told not to."""
+    parser.add_argument("--no-budget", action="store_true",
+                        help="start even over the LLM budgets (CONCORD_LLM_DAILY_BUDGET_*, "
+                             "CONCORD_LLM_RUN_CAP_*); the spending is still recorded")
+
+
+def spending_choice(opts: dict) -> str:
+    from evaluation.services.spending import CHECK, RECORD
+
+    return RECORD if opts.get("no_budget") else CHECK
+
+
 def format_usage(usage: dict) -> str:
     """One paragraph on an LLM run's tokens and money (unknown cost is said, never $0)."""
     if not usage:

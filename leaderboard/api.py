@@ -52,6 +52,7 @@ from evaluation.services.simulations import (
     simulation_cancel,
     simulation_create,
 )
+from evaluation.services.spending import BudgetExceeded
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
@@ -346,7 +347,9 @@ class SimulationList(generics.ListAPIView):
         description="Start a simulation of one of your systems (researchers): with `endpoint` "
                     "the system's live endpoint is registered first (only addresses allowed by "
                     "CONCORD_LIVE_ALLOWED_HOSTS). Everything that would fail for every user is "
-                    "refused with 400 and nothing is stored; otherwise its batches are queued "
+                    "refused with 400 and nothing is stored; an LLM simulator whose estimate "
+                    "passes the per-run cap is refused with 400, over the daily LLM allowance "
+                    "with 429 (CONCORD_LLM_DAILY_BUDGET_*); otherwise its batches are queued "
                     "for the workers — poll the returned `url` for progress and metrics.",
         request=SimulationStartSerializer,
         responses={201: SimulationSerializer,
@@ -355,7 +358,9 @@ class SimulationList(generics.ListAPIView):
                    404: OpenApiResponse(description="no such system or benchmark"),
                    429: OpenApiResponse(description="your account started its daily allowance "
                                                     "of simulations (CONCORD_DAILY_SIMULATION_"
-                                                    "QUOTA); nothing was stored"),
+                                                    "QUOTA), or an LLM simulator's estimate is "
+                                                    "over your daily LLM allowance; nothing was "
+                                                    "stored"),
                    503: OpenApiResponse(description="the queue is down; nothing was stored")})
     def post(self, request):
         body = SimulationStartSerializer(data=request.data)
@@ -382,6 +387,9 @@ class SimulationList(generics.ListAPIView):
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         except SimulationQuotaExceeded as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        except BudgetExceeded as exc:  # over today's LLM allowance (429) or the per-run cap
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS
+                            if exc.daily else status.HTTP_400_BAD_REQUEST)
         simulation = simulations_for_user(request.user).get(pk=simulation.pk)
         return Response(SimulationSerializer(simulation).data, status=status.HTTP_201_CREATED)
 

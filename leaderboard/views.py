@@ -32,7 +32,7 @@ from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
-from evaluation.models import Split
+from evaluation.models import LLMSpend, Split
 from evaluation.selectors.arena import arena_of_benchmark
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
 from evaluation.services.credentials import credential_names, credential_problem
@@ -41,7 +41,9 @@ from evaluation.services.simulations import (
     SimulationQuotaExceeded,
     simulation_allowance,
     simulation_create,
+    simulation_estimate,
 )
+from evaluation.services.spending import BudgetExceeded, spending_preview
 from evaluation.services.staged_uploads import submission_stage, submission_validates_inline
 from evaluation.services.submissions import (
     QuotaExceeded,
@@ -297,7 +299,10 @@ def system_simulate(request, slug):
                                    "credential": system.live_credential,
                                    "timeout_seconds": system.live_timeout_seconds})
     status = None
-    if request.method == "POST" and form.is_valid():
+    budget = {}
+    if request.method == "POST" and form.is_valid() and "confirm" not in request.POST:
+        budget = _simulation_budget(request.user, form)  # shown before the user confirms
+    if request.method == "POST" and form.is_valid() and not budget:
         data = form.cleaned_data
         try:
             with transaction.atomic():
@@ -311,7 +316,7 @@ def system_simulate(request, slug):
                     benchmark=data["benchmark"], system=system, simulator=data["simulator"],
                     users=data["users"], turns=data["turns"], seed=data["seed"],
                     user=request.user)
-        except (ValidationError, LLMConfigurationError) as exc:
+        except (ValidationError, LLMConfigurationError, BudgetExceeded) as exc:
             form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
         except SimulationQuotaExceeded as exc:
             form.add_error(None, str(exc))
@@ -320,8 +325,23 @@ def system_simulate(request, slug):
             return redirect("job_detail", simulation.job_id)
     quota, used = simulation_allowance(request.user)
     return render(request, "leaderboard/system_simulate.html",
-                  {"form": form, "system": system, "quota": quota, "used": used},
+                  {"form": form, "system": system, "quota": quota, "used": used,
+                   "budget": budget},
                   status=status or (400 if form.errors else 200))
+
+
+def _simulation_budget(user, form) -> dict:
+    """An LLM simulator's estimate against USER's budget ({} for one without an LLM; when it
+    cannot be estimated the reason goes on the form, which is then no longer valid)."""
+    data = form.cleaned_data
+    try:
+        estimate = simulation_estimate(benchmark=data["benchmark"], simulator=data["simulator"],
+                                       users=data["users"], turns=data["turns"],
+                                       seed=data["seed"])
+    except (ValidationError, LLMConfigurationError) as exc:
+        form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
+        return {}
+    return spending_preview(user=user, estimate=estimate, kind=LLMSpend.Kind.SIMULATION)
 
 
 def system_detail(request, slug):

@@ -4,27 +4,35 @@ Staff and study authors choose the evaluator and one of the operator's model pro
 (`LLMEvaluationForm`; never an address or a key), see the
 run's token and cost estimate (`llm_run_estimate`: a GET that reads only), and confirm with a
 POST that queues the same run `manage.py evaluate --worker` queues (`llm_run_create`); the
-browser then follows the job's progress bar on `/jobs/<id>/`.
+browser then follows the job's progress bar on `/jobs/<id>/`. The confirmation page also shows
+the user's LLM allowance for the day and, when the run would pass a budget, why it cannot start
+(`evaluation.services.spending`); the POST checks again, atomically, and an identical run
+already queued or running is followed instead of started twice.
 """
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from evaluation.lib.llm.evaluators import EVALUATORS
 from evaluation.lib.llm.gateway import LLMConfigurationError
+from evaluation.models import LLMSpend
 from evaluation.services.face_optimization import FaceOptimizationError, face_instructions_resolve
 from evaluation.services.llm_runs import (
+    DuplicateRun,
+    LLMRunFailed,
     llm_profile_choices,
     llm_run_create,
     llm_run_estimate,
     model_options,
 )
+from evaluation.services.spending import spending_preview
 
 from .access import get_submission_to_evaluate
 from .forms import LLMEvaluationForm
 
-_CHOICE_ERRORS = (ValueError, LLMConfigurationError, FaceOptimizationError)
+_CHOICE_ERRORS = (ValueError, LLMConfigurationError, FaceOptimizationError, LLMRunFailed)
 
 
 def _form(submission, data=None):
@@ -58,6 +66,8 @@ def submission_evaluate(request, uuid):
             form.add_error(None, str(exc))
         else:
             context["options"] = options
+            context["budget"] = spending_preview(user=request.user, estimate=context["estimate"],
+                                                 kind=LLMSpend.Kind.RUN)
             return render(request, "leaderboard/submission_evaluate_confirm.html", context)
     return render(request, "leaderboard/submission_evaluate.html", context,
                   status=400 if bound else 200)
@@ -73,6 +83,9 @@ def submission_evaluate_start(request, uuid):
         try:
             run = llm_run_create(submission=submission, user=request.user, enqueue=True,
                                  **_run_options(form))
+        except DuplicateRun as twin:
+            messages.info(request, str(twin))
+            return redirect("job_detail", job_id=twin.run.job_id)
         except _CHOICE_ERRORS as exc:
             form.add_error(None, str(exc))
         else:

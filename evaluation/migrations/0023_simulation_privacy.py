@@ -24,7 +24,7 @@ def backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0021_credentials'),
+        ('evaluation', '0022_spending'),
     ]
 
     operations = [

@@ -4,7 +4,8 @@
   turns and citations;
 - `systems`: systems, their submissions (formats.md §2), runs, chunks and scores;
 - `jobs`: background jobs and their progress;
-- `llm`: the LLM response cache, CoRE's debate turns, FACE's particles and optimisations;
+- `llm`: the LLM response cache, CoRE's debate turns, FACE's particles and optimisations, the
+  LLM spending ledger and its accounts;
 - `simulations`: simulated users talking to live systems;
 - `arena`: battles between live systems and their votes;
 - `auto_evaluation`: the LLM evaluators an operator runs on new uploads.
@@ -35,7 +36,9 @@ from evaluation.models.llm import (  # noqa: F401
     FaceInstruction,
     FaceOptimization,
     FaceTurn,
+    LLMBudgetAccount,
     LLMCacheEntry,
+    LLMSpend,
 )
 from evaluation.models.simulations import SimulatedDialogue, Simulation  # noqa: F401
 from evaluation.models.systems import (  # noqa: F401

@@ -173,3 +173,64 @@ class FaceInstruction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.optimization.name} iteration {self.iteration} #{self.pk}"
+
+
+class LLMBudgetAccount(models.Model):
+    """The lock row of one spending account (`evaluation.services.spending`): "user:<id>" for a
+    person, "operator" for the command line. Reservations of an account are checked and
+    written under `select_for_update` of this row, so concurrent starts queue one behind the
+    other (SQLite serialises writers anyway: its transactions begin IMMEDIATE)."""
+
+    key = models.CharField(max_length=40, unique=True)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class LLMSpend(models.Model):
+    """One reservation in the LLM spending ledger: a job that spends LLM money (an LLM
+    evaluator run, a simulation with an LLM user, a FACE optimisation), its estimate reserved
+    against its account's daily budget when it was created, and what it actually spent once
+    its job finished (`status` settled). `estimated_usd`/`spent_usd` null: the model has no
+    known price (such runs count by tokens). `budgeted` false: started with the budget
+    bypassed (the command line's --no-budget); still counted."""
+
+    class Kind(models.TextChoices):
+        RUN = "run", "LLM evaluator run"
+        SIMULATION = "simulation", "simulation with an LLM user"
+        FACE_OPTIMIZATION = "face_optimization", "FACE optimisation"
+
+    class Status(models.TextChoices):
+        RESERVED = "reserved"
+        SETTLED = "settled"
+
+    account = models.ForeignKey(LLMBudgetAccount, on_delete=models.CASCADE,
+                                related_name="spends")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    job = models.OneToOneField(Job, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="llm_spend")
+    description = models.CharField(max_length=300)
+    model = models.CharField(max_length=200)
+    estimated_tokens = models.BigIntegerField()
+    estimated_usd = models.FloatField(null=True, blank=True)
+    spent_tokens = models.BigIntegerField(default=0)
+    spent_usd = models.FloatField(null=True, blank=True, default=0.0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RESERVED)
+    budgeted = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["account", "created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(estimated_tokens__gte=0, spent_tokens__gte=0),
+                                   name="llmspend_tokens_not_negative"),
+            models.CheckConstraint(condition=Q(status__in=["reserved", "settled"]),
+                                   name="llmspend_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account_id} {self.kind} {self.estimated_tokens} tokens ({self.status})"

@@ -26,11 +26,13 @@ from evaluation.selectors.auto_evaluation import auto_evaluation_spent_today
 from evaluation.selectors.benchmarks import scored_splits
 from evaluation.services.face_optimization import FaceOptimizationError, face_instructions_resolve
 from evaluation.services.llm_runs import (
+    DuplicateRun,
     LLMRunFailed,
     llm_run_create,
     llm_run_estimate,
     model_options,
 )
+from evaluation.services.spending import EXEMPT
 
 # What a bad choice raises: shown to the operator as it is.
 CHOICE_ERRORS = (ValueError, LLMConfigurationError, FaceOptimizationError, LLMRunFailed)
@@ -126,8 +128,14 @@ def _splits(submission: Submission) -> list[str] | None:
 
 
 def _llm_run(submission: Submission, options: dict, user):
-    return llm_run_create(submission=submission, user=user, enqueue=True,
-                          splits=_splits(submission), **_run_keywords(options))
+    """Queue it (its budgets are the configuration's, not the uploader's allowance); the same
+    run already queued or running is used instead of a second one."""
+    try:
+        return llm_run_create(submission=submission, user=user, enqueue=True,
+                              splits=_splits(submission), spending=EXEMPT,
+                              **_run_keywords(options))
+    except DuplicateRun as twin:
+        return twin.run
 
 
 def auto_evaluations_start(*, submission: Submission) -> list[AutoEvaluation]:

@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from evaluation import ports
+from evaluation.lib.llm.estimate import RunEstimate, estimate_face_optimization
 from evaluation.lib.llm.face import engine
 from evaluation.lib.llm.face.aspects import ASPECTS, TURN, parse_aspects
 from evaluation.lib.llm.face.optimize import (
@@ -39,11 +40,26 @@ from evaluation.lib.llm.face.optimize import (
 from evaluation.lib.llm.face.particles import Particle
 from evaluation.lib.llm.face.prompts import gradient_rewrite_messages, initial_instruction
 from evaluation.lib.llm.face.scoring import ParticleScore, face_score, score_particle
-from evaluation.lib.llm.gateway import LLMCallError
+from evaluation.lib.llm.gateway import LLMCallError, token_cost
 from evaluation.lib.progress import Progress, no_progress
-from evaluation.models import Benchmark, FaceInstruction, FaceOptimization, Job, Run, Submission
+from evaluation.models import (
+    Benchmark,
+    FaceInstruction,
+    FaceOptimization,
+    Job,
+    LLMSpend,
+    Run,
+    Submission,
+)
+from evaluation.services import spending as spending_rules
 from evaluation.services.jobs import job_begin, job_create, job_finish, job_progress
-from evaluation.services.llm_runs import RunUsage, llm_gateway, llm_run_create, model_config
+from evaluation.services.llm_runs import (
+    DuplicateRun,
+    RunUsage,
+    llm_gateway,
+    llm_run_create,
+    model_config,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +91,8 @@ def _labels(slug: str, aspect: str) -> dict:
     return found
 
 
-def face_optimization_create(*, study: str, aspect: str, model: dict, user=None,
-                             enqueue: bool = True, **params) -> FaceOptimization:
-    """A queued optimization of ASPECT's instructions on STUDY's labels (next version)."""
+def _plan(study: str, aspect: str, params: dict) -> tuple[str, dict, dict]:
+    """(aspect, settings, the study's labels) of an optimization, or FaceOptimizationError."""
     try:
         (aspect,) = parse_aspects([aspect]) or ("",)
     except ValueError as exc:
@@ -98,6 +113,41 @@ def face_optimization_create(*, study: str, aspect: str, model: dict, user=None,
     if len(dialogues) < 4:
         raise FaceOptimizationError(f"study {study!r} labels {aspect} on {len(dialogues)} "
                                     "dialogue(s); at least 4 are needed for a train/dev split")
+    return aspect, settings, found
+
+
+def _estimate(aspect: str, settings: dict, found: dict, model: dict, *,
+              resume_after: int = 0) -> RunEstimate:
+    """Algorithm 1's tokens and cost on the study's labelled conversations; RESUME_AFTER
+    finished iterations are not counted again (nor the decomposition, cached)."""
+    keys = {(u["system"], u["dialogue_id"]) for u in found["units"]}
+    conversations = [turns for key, turns in found["conversations"].items() if key in keys]
+    params = {**settings, "iterations": max(0, int(settings["iterations"]) - resume_after)}
+    try:
+        return estimate_face_optimization(
+            conversations, aspect=ASPECTS[aspect], params=params,
+            labelled_turns=len(found["units"]) if found["unit_type"] == TURN else None,
+            decompose=not resume_after,
+            price=lambda p, a: token_cost(model["model"], p, a))
+    except ValueError as exc:
+        raise FaceOptimizationError(str(exc)) from exc
+
+
+def face_optimization_estimate(*, study: str, aspect: str, model: dict,
+                               **params) -> RunEstimate:
+    """What `face_optimization_create` with the same choices would spend (reads only)."""
+    return _estimate(*_plan(study, aspect, params), model)
+
+
+def face_optimization_create(*, study: str, aspect: str, model: dict, user=None,
+                             enqueue: bool = True, spending: str = spending_rules.CHECK,
+                             **params) -> FaceOptimization:
+    """A queued optimization of ASPECT's instructions on STUDY's labels (next version). Its
+    estimate is reserved on USER's LLM budget in the transaction that creates it (SPENDING as
+    for `llm_run_create`): BudgetExceeded stores nothing."""
+    aspect, settings, found = _plan(study, aspect, params)
+    estimate = _estimate(aspect, settings, found, model)
+    dialogues = {unit["dialogue_id"] for unit in found["units"]}
     train, dev = split_dialogues(dialogues, dev_share=float(settings["dev_share"]),
                                  seed=int(settings["seed"]))
     with transaction.atomic():
@@ -113,17 +163,35 @@ def face_optimization_create(*, study: str, aspect: str, model: dict, user=None,
             created_by=user)
         FaceInstruction.objects.create(optimization=optimization, iteration=0,
                                        text=initial_instruction(ASPECTS[aspect]))
+        _reserve(optimization, estimate, job, user, spending)
     return optimization
 
 
-def face_optimization_restart(*, optimization: FaceOptimization, user=None) -> Job:
-    """A new job that continues OPTIMIZATION after its last finished iteration."""
+def _reserve(optimization: FaceOptimization, estimate: RunEstimate, job: Job, user,
+             spending: str) -> None:
+    if spending != spending_rules.EXEMPT:
+        spending_rules.spending_reserve(
+            user=user, kind=LLMSpend.Kind.FACE_OPTIMIZATION, estimate=estimate,
+            model=optimization.model["model"], job=job,
+            enforce=spending == spending_rules.CHECK,
+            description=f"FACE {optimization.name} on study {optimization.study_slug}")
+
+
+def face_optimization_restart(*, optimization: FaceOptimization, user=None,
+                              enqueue: bool = True, spending: str = spending_rules.CHECK) -> Job:
+    """A new job that continues OPTIMIZATION after its last finished iteration (queued, or
+    without ENQUEUE run by the caller); the estimate of the iterations left is reserved like
+    `face_optimization_create`'s."""
+    found = _labels(optimization.study_slug, optimization.aspect)
+    estimate = _estimate(optimization.aspect, optimization.params, found, optimization.model,
+                         resume_after=optimization.iterations_done)
     with transaction.atomic():
         job = job_create(kind=Job.Kind.FACE_OPTIMIZATION, user=user,
                          params={"study": optimization.study_slug,
                                  "aspect": optimization.aspect, "resume": True},
-                         task="evaluation.tasks.face_optimize_job")
+                         task="evaluation.tasks.face_optimize_job" if enqueue else None)
         FaceOptimization.objects.filter(pk=optimization.pk).update(job=job)
+        _reserve(optimization, estimate, job, user, spending)
     return job
 
 
@@ -224,6 +292,7 @@ def face_optimization_execute(*, optimization: FaceOptimization,
                                       model=scorer.config.model, units=len(train))}]
             optimization.iterations_done, optimization.beams = k, beams
             optimization.save(update_fields=["usage", "iterations_done", "beams"])
+            spending_rules.spending_add(job_id=optimization.job_id, usage=usage.total.summary())
         usage = RunUsage()
         scorer.usage = usage
     progress("iteration", iterations, iterations)
@@ -348,6 +417,7 @@ def _final_selection(optimization: FaceOptimization, scorer: _Scorer, train, dev
                               {"iteration": "final", **usage.summary(
                                   model=scorer.config.model, units=len(dev))}]
         optimization.save(update_fields=["train_correlation", "dev_correlation", "usage"])
+        spending_rules.spending_add(job_id=optimization.job_id, usage=usage.total.summary())
     return {"optimization": optimization.pk, "version": optimization.name,
             "selected": ranked, "train_correlation": optimization.train_correlation,
             "dev_correlation": optimization.dev_correlation,
@@ -397,5 +467,17 @@ def face_runs_create(*, benchmark: Benchmark, versions: Sequence[str], model: di
     if not submissions:
         raise FaceOptimizationError(f"{benchmark.slug} has no log submission to evaluate")
     with transaction.atomic():
-        return [llm_run_create(submission=submission, evaluator="face", model=model, user=user,
-                               face=face) for submission in submissions]
+        # every submission's row lock before the first budget lock, in one order, so a run
+        # started meanwhile on one of them (submission, then account) cannot deadlock with us
+        list(Submission.objects.select_for_update().filter(
+            pk__in=[s.pk for s in submissions]).order_by("pk").values_list("pk", flat=True))
+        return [_face_run(submission, model, user, face) for submission in submissions]
+
+
+def _face_run(submission: Submission, model: dict, user, face: dict) -> Run:
+    """A queued FACE run, or the identical one already queued or running."""
+    try:
+        return llm_run_create(submission=submission, evaluator="face", model=model, user=user,
+                              face=face)
+    except DuplicateRun as twin:
+        return twin.run

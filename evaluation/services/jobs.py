@@ -28,6 +28,7 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from evaluation.models import Job
+from evaluation.services.spending import spending_settle
 
 FINISHED_STATUSES = (Job.Status.SUCCEEDED, Job.Status.FAILED, Job.Status.CANCELLED)
 
@@ -163,6 +164,7 @@ def job_finish(job_id: int, *, result: dict | None = None, error: str = "") -> N
     status = Job.Status.FAILED if error else Job.Status.SUCCEEDED
     Job.objects.filter(pk=job_id).update(status=status, result=result or {}, error=error,
                                          finished_at=timezone.now())
+    spending_settle(job_id=job_id)  # its LLM reservation now counts what it spent
 
 
 def job_cancel(job_id: int, *, reason: str, result: dict | None = None) -> bool:
@@ -172,6 +174,8 @@ def job_cancel(job_id: int, *, reason: str, result: dict | None = None) -> bool:
     changed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]
                                  ).update(status=Job.Status.CANCELLED, error=reason,
                                           result=result or {}, finished_at=timezone.now())
+    if changed:
+        spending_settle(job_id=job_id)
     return bool(changed)
 
 
@@ -199,10 +203,14 @@ def job_retry(*, job: Job) -> Job:
 def jobs_fail_stale(*, now=None) -> int:
     """Mark running jobs whose worker stopped beating as failed; return how many."""
     now = now or timezone.now()
-    return Job.objects.filter(status=Job.Status.RUNNING,
-                              heartbeat_at__lt=now - Job.stale_after()).update(
+    stale = Job.objects.filter(status=Job.Status.RUNNING, heartbeat_at__lt=now - Job.stale_after())
+    ids = list(stale.values_list("pk", flat=True))
+    failed = stale.filter(pk__in=ids).update(
         status=Job.Status.FAILED, finished_at=now, error=Job.STALE_ERROR,
     )
+    for job_id in ids:
+        spending_settle(job_id=job_id)  # what a dead worker spent, counted
+    return failed
 
 
 def jobs_resend_unsent(*, now=None) -> int:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from evaluation import ports
 from evaluation.lib.formats.submission import TURN, iter_log_records, iter_turn_records
@@ -67,9 +69,10 @@ from evaluation.lib.llm.profiles import ModelProfile, default_profile
 from evaluation.lib.llm.trace_judge import judge_trace_turn
 from evaluation.lib.progress import Progress, no_progress
 from evaluation.lib.runconfig import BOOTSTRAP
-from evaluation.models import DebateTurn, FaceTurn, Job, Run, UnitScore
+from evaluation.models import DebateTurn, FaceTurn, Job, LLMSpend, Run, Submission, UnitScore
 from evaluation.response_cache import DatabaseResponseCache
 from evaluation.selectors.benchmarks import benchmark_bundle, scored_splits
+from evaluation.services import spending as spending_rules
 from evaluation.services.jobs import ExpectedFailure, job_create
 from evaluation.services.results import summaries_upsert
 
@@ -262,12 +265,18 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
                    use_debate: bool = True, max_reasks: int = 2,
                    splits: Sequence[str] | None = None, enqueue: bool = True,
                    face: dict | None = None, limit: int | None = None,
-                   dialogues: Sequence[str] = (), stop_after: int | None = None) -> Run:
+                   dialogues: Sequence[str] = (), stop_after: int | None = None,
+                   spending: str = spending_rules.CHECK) -> Run:
     """A queued run of LLM EVALUATOR on SUBMISSION; its task is sent when the transaction
     commits (`enqueue`), otherwise the caller runs `run_process` itself.
 
     For CoRE with more than one judge model, the factors are routed by QWK against the human
     CoRE ratings of HUMAN_STUDY (default: the newest study on the benchmark with the CoRE form).
+
+    The run's estimate is reserved on USER's LLM budget in the transaction that creates it
+    (`evaluation.services.spending`; SPENDING: CHECK, RECORD without a check, EXEMPT for the
+    automatic runs, which have budgets of their own): BudgetExceeded stores nothing. The same
+    configuration already queued or running on SUBMISSION raises DuplicateRun naming it.
     """
     spec = EVALUATORS.get(evaluator)
     if spec is None:
@@ -289,13 +298,49 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
                             use_debate=use_debate, max_reasks=max_reasks, splits=splits or (),
                             domain=benchmark.domain, face=face, limit=limit,
                             dialogues=dialogues, stop_after=stop_after)
+    estimate = None if spending == spending_rules.EXEMPT else llm_run_estimate(
+        submission=submission, evaluator=evaluator, model=model, face=face, limit=limit,
+        dialogues=dialogues, use_debate=use_debate, splits=splits,
+        max_rounds=(debate or {}).get("max_rounds", DEBATE_DEFAULTS["max_rounds"]))
     with transaction.atomic():
+        twin = _active_twin(submission, evaluator, llm_config_hash(config))
+        if twin is not None:
+            raise DuplicateRun(twin)
         job = job_create(kind=Job.Kind.EVALUATION, user=user,
                          params={"submission": submission.pk, "evaluator": evaluator},
                          task="evaluation.tasks.evaluate_llm_run_job" if enqueue else None)
+        if estimate is not None:
+            spending_rules.spending_reserve(
+                user=user, kind=LLMSpend.Kind.RUN, estimate=estimate, model=model["model"],
+                job=job, description=f"{evaluator} on submission {submission.pk}",
+                enforce=spending == spending_rules.CHECK)
         return Run.objects.create(submission=submission, evaluator=evaluator,
                                   evaluator_version=spec.version, config=config,
                                   config_hash=llm_config_hash(config), job=job)
+
+
+class DuplicateRun(ValueError):
+    """The same evaluator with the same configuration is already queued or running on the
+    submission: RUN is that run."""
+
+    def __init__(self, run: Run):
+        super().__init__(f"An identical {run.evaluator} run of this submission is already "
+                         f"{run.job.status} (run {run.pk}, job {run.job_id}: /jobs/{run.job_id}/); "
+                         "it was not started twice.")
+        self.run = run
+
+
+def _active_twin(submission, evaluator: str, config_hash: str) -> Run | None:
+    """A queued or live running run of the same configuration on SUBMISSION, read under the
+    submission's row lock (held until the caller commits), so identical concurrent starts
+    make one run. A running job whose worker died (stale heartbeat) does not count."""
+    Submission.objects.select_for_update().filter(pk=submission.pk).exists()
+    alive = Q(job__heartbeat_at__isnull=True) | Q(
+        job__heartbeat_at__gte=timezone.now() - Job.stale_after())
+    return (Run.objects.filter(submission=submission, evaluator=evaluator,
+                               config_hash=config_hash)
+            .filter(Q(job__status=Job.Status.QUEUED) | (Q(job__status=Job.Status.RUNNING) & alive))
+            .select_related("job").order_by("pk").first())
 
 
 def llm_run_estimate(*, submission, evaluator: str, model: dict,

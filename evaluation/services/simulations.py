@@ -42,6 +42,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.lib.formats.submission import item_infos, review_infos
+from evaluation.lib.llm.estimate import RunEstimate, estimate_simulation
+from evaluation.lib.llm.gateway import token_cost
 from evaluation.lib.metrics.preference import KS, SimulatedUser, preference_report
 from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, evaluate_submission
 from evaluation.lib.rankers import Catalogue
@@ -68,6 +70,7 @@ from evaluation.lib.simulators.users import (
 from evaluation.models import (
     Benchmark,
     Job,
+    LLMSpend,
     MetricSummary,
     Run,
     SimulatedDialogue,
@@ -77,6 +80,7 @@ from evaluation.models import (
 from evaluation.response_cache import connection_kept
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.selectors.run_chunks import item_records, review_records
+from evaluation.services import spending as spending_rules
 from evaluation.services.credentials import credential_problem
 from evaluation.services.jobs import (
     job_cancel,
@@ -113,13 +117,17 @@ def _simulator(name: str, *, seed: int, shown_k: int, model: dict | None, meter=
 def simulation_create(*, benchmark, system, simulator: str, users: int, turns: int,
                       seed: int = 0, user=None, model: dict | None = None, batch_size: int = 10,
                       failure_threshold: float = 0.5, pool: str = "catalogue",
-                      shown_k: int = 5, accept_at: int = 5, enqueue: bool = True) -> Simulation:
+                      shown_k: int = 5, accept_at: int = 5, enqueue: bool = True,
+                      spending: str = spending_rules.CHECK) -> Simulation:
     """A queued simulation; with ENQUEUE its batches go to Celery on commit, without the caller
     runs them with `simulation_batch_process` (the command line's default).
 
     Everything that would make it fail for every user is refused here, before anything is
     stored: an unknown simulator, a system that is not live, a benchmark without simulated users
-    (PEPPER needs the seen/target split), too few users, an LLM simulator without a model.
+    (PEPPER needs the seen/target split), too few users, an LLM simulator without a model. An
+    LLM simulator's estimate (`simulation_estimate`) is reserved on USER's LLM budget in the
+    transaction that creates it (SPENDING as for `llm_run_create`): BudgetExceeded stores
+    nothing.
     """
     if simulator not in SIMULATORS:
         raise ValidationError(f"unknown simulator {simulator!r} (choose from "
@@ -143,9 +151,12 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
     if user is not None:
         simulation_quota_check(user)  # fail fast; counted again under the lock below
     cls = SIMULATORS[simulator]
+    estimate = None
     if cls.needs_llm:
         model = model or model_options()  # LLMConfigurationError when no model is set
         model_config(model).resolved_api_key()  # a missing key fails here, before any call
+        estimate = simulation_estimate(benchmark=benchmark, simulator=simulator, users=users,
+                                       turns=turns, seed=seed, shown_k=shown_k, model=model)
     config = {**_simulator(simulator, seed=seed, shown_k=shown_k, model=model,
                            accept_at=accept_at).config(),
               "users": users, "turns": turns, "pool": pool, "ks": list(KS),
@@ -161,6 +172,12 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
             simulator_version=cls.version, config=config, config_hash=simulator_config_hash(
                 config), users=users, turns=turns, seed=seed, batch_size=batch_size,
             failure_threshold=failure_threshold, created_by=user)
+        if estimate is not None and spending != spending_rules.EXEMPT:
+            spending_rules.spending_reserve(
+                user=user, kind=LLMSpend.Kind.SIMULATION, estimate=estimate,
+                model=model["model"], job=job, enforce=spending == spending_rules.CHECK,
+                description=f"{simulator} simulation of {system.slug}: {users} users × "
+                            f"{turns} turns")
         if enqueue:
             queue_check()  # a broker that is down stores nothing (QueueUnavailable: 503)
             for batch in range(simulation.batches):
@@ -204,6 +221,24 @@ def _simulation_quota_reserve(user) -> None:
     simulation_quota_check(user)
 
 
+def simulation_estimate(*, benchmark, simulator: str, users: int, turns: int, seed: int = 0,
+                        shown_k: int = 5, model: dict | None = None) -> RunEstimate | None:
+    """Tokens and cost of an LLM simulator's users (None for a simulator without an LLM),
+    estimated from the real histories of the users it would simulate (`estimate_simulation`).
+    Reads only; bad sizes raise ValidationError like `simulation_create`."""
+    if simulator not in SIMULATORS or not SIMULATORS[simulator].needs_llm:
+        return None
+    if not 1 <= turns <= MAX_TURNS or not 1 <= users <= MAX_USERS:
+        raise ValidationError(f"users must be 1–{MAX_USERS} and turns 1–{MAX_TURNS}")
+    try:
+        picked = _batch_inputs(benchmark.pk, benchmark.created_at, users, seed).users
+    except (NoSimulatedUsers, ValueError) as error:
+        raise ValidationError(f"{benchmark.slug}: {error}") from None
+    name = (model or model_options())["model"]
+    return estimate_simulation(simulator, picked, total_users=users, turns=turns,
+                               shown_k=shown_k, price=lambda p, a: token_cost(name, p, a))
+
+
 def _fail_reason(simulation: Simulation) -> str | None:
     failed = list(simulation.dialogues.filter(status=SimulatedDialogue.Status.FAILED)
                   .values_list("error_kind", "error"))
@@ -240,7 +275,11 @@ def simulation_batch_process(*, simulation_id: int, batch: int) -> None:
                 enumerate(inputs.users[start:start + simulation.batch_size])
                 if start + i not in stored]
         if todo:
-            _simulate(simulation, inputs, todo)
+            usage = RunUsage()
+            try:
+                _simulate(simulation, inputs, todo, usage)
+            finally:  # what this batch spent counts on the simulation's LLM reservation
+                spending_rules.spending_add(job_id=job.pk, usage=usage.total.summary())
         simulation_finish_if_done(simulation_id=simulation.pk)
 
 
@@ -298,10 +337,9 @@ def demo_simulations_ensure(*, benchmark, systems, users: int, turns: int, seed:
         yield system, simulation_run_here(simulation=simulation), True
 
 
-def _simulate(simulation: Simulation, inputs: _BatchInputs, todo) -> None:
+def _simulate(simulation: Simulation, inputs: _BatchInputs, todo, usage: RunUsage) -> None:
     catalogue, cards = inputs.catalogue, inputs.cards
     config, model = simulation.config, simulation.job.params.get("model")
-    usage = RunUsage()
     try:
         system = live_client(system=simulation.system, benchmark=simulation.benchmark,
                              model=model, catalogue=catalogue, meter=usage.stage("system"))

@@ -14,7 +14,16 @@ from django.core.management.base import CommandError
 
 from annotation import report_selectors
 from annotation.imports import public_dataset_import
-from evaluation.models import FaceInstruction, FaceOptimization, FaceTurn, Job, Run, Submission
+from evaluation.models import (
+    FaceInstruction,
+    FaceOptimization,
+    FaceTurn,
+    Job,
+    LLMSpend,
+    Run,
+    Submission,
+)
+from evaluation.services.llm_runs import LLMRunFailed
 from tests.evaluation.llm_fixtures import offer_profile
 from tests.support.llm_server import RecordedRequest, with_logprobs
 
@@ -122,6 +131,12 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     assert optimization.dev_correlation == pytest.approx(1.0)
     assert [u["iteration"] for u in optimization.usage] == [1, 2, "final"]
     assert optimization.usage[0]["calls"] > 0 and optimization.usage[0]["cost_usd"] is None
+    # Its estimate was reserved on the operator's LLM budget, then settled to what it spent.
+    spend = LLMSpend.objects.get(job=optimization.job)
+    assert spend.kind == "face_optimization" and spend.account.key == "operator"
+    assert spend.estimated_tokens > 0 and spend.status == "settled"
+    assert spend.spent_tokens == sum(u["total_tokens"] for u in optimization.usage) > 0
+    assert spend.spent_usd is None  # unpriced model: unknown, never $0
     printed = out.getvalue()
     assert "iteration 1:" in printed and "relevance-v1" in printed and "dev correlation 1.000" \
         in printed
@@ -186,6 +201,19 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
                  **llm_options(server))
     assert server.request_count == before
 
+    # "Evaluate with FACE" queues one run per log submission, each reserved on the budget of
+    # whoever started it (the ones a worker has not started yet would be refused as twins).
+    from evaluation.services.face_optimization import face_runs_create
+
+    model = {**llm_options(server, "openai/scripted-face"), "api_key_env": None,
+             "temperature": 0.0, "max_tokens": None}
+    runs = face_runs_create(benchmark=study.benchmark, versions=["relevance-v1"], model=model,
+                            user=staff)
+    spends = LLMSpend.objects.filter(job__in=[r.job_id for r in runs])
+    assert len(runs) == spends.count() == Submission.objects.filter(
+        benchmark=study.benchmark, protocol="log").count()
+    assert {s.account.key for s in spends} == {f"user:{staff.pk}"}
+
 
 def test_resume_continues_after_the_last_finished_iteration(study, llm_server):
     server = llm_server(face_script())
@@ -206,6 +234,10 @@ def test_resume_continues_after_the_last_finished_iteration(study, llm_server):
     assert set(optimization.instructions.filter(iteration=1).values_list("pk", flat=True)) \
         == first_ids  # not recomputed
     assert not optimization.instructions.filter(text="half-done").exists()
+    # The continuation reserved only what was left: one iteration, no decomposition.
+    first, resumed = LLMSpend.objects.order_by("pk")
+    assert resumed.job_id == optimization.job_id
+    assert 0 < resumed.estimated_tokens < first.estimated_tokens
 
 
 def test_a_server_without_logprobs_is_refused(study, llm_server):
@@ -249,9 +281,13 @@ def test_the_study_page_starts_an_optimization_for_its_author_only(study, client
                           {"aspect": "relevance", "beam": 4, "candidates": 2}, follow=True)
     assert "at least the beam width" in refused.content.decode()
     assert not FaceOptimization.objects.exists()
-    response = client.post(f"/studies/{study.slug}/face/optimize/",
-                           {"aspect": "overall", "iterations": 1, "beam": 1, "candidates": 2,
-                            "gradients": 1, "seed": 5})
+    choice = {"aspect": "overall", "iterations": 1, "beam": 1, "candidates": 2,
+              "gradients": 1, "seed": 5}
+    estimate = client.post(f"/studies/{study.slug}/face/optimize/", choice)
+    page = estimate.content.decode()
+    assert estimate.status_code == 200 and 'id="budget-tokens"' in page
+    assert 'id="confirm-button"' in page and not FaceOptimization.objects.exists()
+    response = client.post(f"/studies/{study.slug}/face/optimize/", {**choice, "confirm": "1"})
     optimization = FaceOptimization.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/jobs/{optimization.job_id}/"
     assert optimization.name == "overall-v1" and optimization.label_field == "dialogue_overall"
@@ -307,11 +343,11 @@ def test_a_trial_on_a_few_units_with_progress_per_unit(study, llm_server):
                           dialogues=[dialogue], enqueue=False, face={"aspects": ["overall"]})
     run_process(job_id=only.job_id)
     assert set(only.unit_scores.values_list("dialogue_id", flat=True)) == {dialogue}
-    missing = llm_run_create(submission=submission, evaluator="face", model=model,
-                             dialogues=["nope"], enqueue=False, face={"aspects": ["overall"]})
-    run_process(job_id=missing.job_id)
-    missing.job.refresh_from_db()
-    assert "none of the dialogues nope is in the submission" in missing.job.error
+    runs = Run.objects.count()
+    with pytest.raises(LLMRunFailed, match="none of the dialogues nope is in the submission"):
+        llm_run_create(submission=submission, evaluator="face", model=model,
+                       dialogues=["nope"], enqueue=False, face={"aspects": ["overall"]})
+    assert Run.objects.count() == runs  # refused by its estimate: nothing stored
 
 
 def test_a_refused_connection_is_reported_as_such(study, llm_settings):

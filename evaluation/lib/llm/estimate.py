@@ -9,6 +9,13 @@ debate's rounds before agreement) it assumes `FACE_PARTICLES_PER_TURN` and every
 after unusable answers and cache hits are not counted. The cost prices those tokens with the
 gateway's price map (litellm's), None when the model has no known price.
 
+Two more paths spend LLM money and are estimated the same way (docs/llm.md, "Cost"): a user
+simulation with an LLM simulator (`estimate_simulation`: every user talks for every turn, the
+simulator's prompts carry the user's real history and item cards, the transcript grows by a
+typical system answer and user message per turn) and FACE instruction optimisation
+(`estimate_face_optimization`: Algorithm 1's calls counted from its parameters, the prompts
+built from the study's real conversations).
+
 Pure Python: no Django import.
 """
 
@@ -28,7 +35,13 @@ from evaluation.lib.llm.cost_report import (
     count_tokens,
 )
 from evaluation.lib.llm.face.aspects import ASPECTS as FACE_ASPECTS
-from evaluation.lib.llm.face.prompts import decomposer_messages, scoring_messages
+from evaluation.lib.llm.face.aspects import FaceAspect
+from evaluation.lib.llm.face.prompts import (
+    decomposer_messages,
+    gradient_rewrite_messages,
+    initial_instruction,
+    scoring_messages,
+)
 from evaluation.lib.llm.pepper_judge import build_pepper_messages
 from evaluation.lib.llm.trace_judge import build_trace_judge_messages
 
@@ -41,8 +54,17 @@ ANSWER_TOKENS = {
     "pepper_judge": 200,  # three criteria, a reason each
     "face_decompose": 250,
     "face_score": 60,
+    "face_gradient": 400,  # a critique and its rewritten instruction, per gradient asked
+    "sim_preferences": 150,  # PEPPER: likes, dislikes and a two-sentence narrative
+    "sim_utterance": 60,  # a simulated user's message as JSON
+    "sim_reflection": 220,  # PEPPER: a reflection on each shown item, then the message
 }
 FACE_PARTICLES_PER_TURN = 3
+# What a simulated dialogue's transcript grows by per turn (the live system's answer and the
+# user's message), in tokens: unknown before the simulation runs.
+SIM_SYSTEM_ANSWER_TOKENS = 80
+SIM_USER_MESSAGE_TOKENS = 40
+SIM_SAMPLE_USERS = 20  # users whose prompts are built; the others are counted like them
 
 
 @dataclass
@@ -178,3 +200,126 @@ def estimate_face(logs: Sequence[ConversationLog], price: Pricer, *,
     return _finish(len(logs), [decompose, score], price,
                    [f"{FACE_PARTICLES_PER_TURN} particles per system turn (the decomposer "
                     "decides)"])
+
+
+def _system_turns(turns: Sequence[tuple[str, str]]):
+    """(history, text, the user's reply or None) of every system turn."""
+    for index, (role, text) in enumerate(turns):
+        if role != "system":
+            continue
+        reply = (turns[index + 1][1] if index + 1 < len(turns)
+                 and turns[index + 1][0] == "user" else None)
+        yield list(turns[:index]), text, reply
+
+
+def _card_tokens(cards) -> int:
+    texts = [card.text() for card in cards]
+    return round(sum(count_tokens(t) for t in texts) / len(texts)) if texts else 0
+
+
+def estimate_simulation(simulator: str, users: Sequence, *, total_users: int, turns: int,
+                        shown_k: int, price: Pricer) -> RunEstimate:
+    """An LLM simulator (`pepper` or `ievalm`) talking for TURNS turns with each of TOTAL_USERS
+    users; USERS (`SimUser`s) are a sample whose real histories and item cards build the
+    prompts (at most SIM_SAMPLE_USERS are read), scaled to TOTAL_USERS. PEPPER asks once for
+    the user's preferences, once for the opening and once after every system turn but the
+    last; iEvaLM the same without the preferences, assuming it never accepts early. The live
+    system's own LLM calls (an in-process LLM baseline) are not counted."""
+    if simulator not in ("pepper", "ievalm"):
+        raise ValueError(f"{simulator!r} is not an LLM simulator")
+    sample = list(users)[:SIM_SAMPLE_USERS]
+    if not sample or total_users < 1 or turns < 1:
+        raise ValueError("a simulation estimate needs at least one user and one turn")
+    kinds = {name: CallKind(name) for name in ("sim_preferences", "sim_utterance",
+                                               "sim_reflection")}
+    exchange = SIM_SYSTEM_ANSWER_TOKENS + SIM_USER_MESSAGE_TOKENS
+    for user in sample:
+        seen = [s.card for s in user.history.seen]
+        if simulator == "pepper":
+            reviews = " ".join(text for s in user.history.seen for text, _ in s.reviews)
+            kinds["sim_preferences"].add([{"content": "\n".join(c.text() for c in seen)},
+                                          {"content": reviews}])
+            kinds["sim_preferences"].prompt_tokens += 90  # the request's fixed wording
+            persona, respond_kind = 130 + ANSWER_TOKENS["sim_preferences"], "sim_reflection"
+        else:
+            persona = 60 + count_tokens(user.target_card.text(with_name=False))
+            respond_kind = "sim_utterance"
+        kinds["sim_utterance"].add([{"content": ""}])
+        kinds["sim_utterance"].prompt_tokens += persona + 40
+        shown = shown_k * (_card_tokens(seen) + 10)
+        for turn in range(1, turns):  # a reply after every system turn but the last
+            kind = kinds[respond_kind]
+            kind.add([{"content": ""}])
+            kind.prompt_tokens += persona + 110 + shown + SIM_USER_MESSAGE_TOKENS + \
+                turn * exchange
+    scale = total_users / len(sample)
+    for kind in kinds.values():
+        kind.calls = round(kind.calls * scale)
+        kind.prompt_tokens = round(kind.prompt_tokens * scale)
+        kind.answer_tokens = round(kind.answer_tokens * scale)
+    return _finish(total_users, list(kinds.values()), price, [
+        f"every user talks for all {turns} turns (a dialogue may end earlier)",
+        f"each turn adds {SIM_SYSTEM_ANSWER_TOKENS} tokens of system answer and "
+        f"{SIM_USER_MESSAGE_TOKENS} of user message to the transcript",
+        f"prompts built from {len(sample)} of the {total_users} users' histories",
+        "the live system's own LLM calls are not counted"])
+
+
+def face_optimization_calls(params: Mapping, *, particles: int) -> dict[str, int]:
+    """The calls Algorithm 1 makes with PARAMS (face_optimization.DEFAULTS' keys) on PARTICLES
+    labelled particles: scoring calls and gradient calls. Rewrites count as proposed (every
+    gradient answer parsed, no duplicate), the pool as full."""
+    train = max(1, round(particles * (1 - float(params["dev_share"]))))
+    dev = max(1, particles - train)
+    sampled = int(params.get("gradient_particles") or 0)
+    score, gradients, pool = train, 0, 0  # the seed's training correlation
+    for iteration in range(1, int(params["iterations"]) + 1):
+        parents = 1 if iteration == 1 else int(params["beam"])
+        asked = parents * (min(sampled, train) if sampled else train)
+        score += asked  # the parent's prediction on each sampled particle
+        gradients += asked
+        candidates = asked * int(params["gradients"])
+        rounds = int(params.get("ucb_rounds") or 0) or max(1, -(-5 * candidates // 2))
+        keep = min(int(params["candidates"]), candidates)
+        score += rounds * int(params["ucb_sample"]) + keep * train
+        pool += keep
+    size = int(params.get("final_size") or 0) or int(params["beam"])
+    score += max(pool, 1) * dev + size * (train + dev)
+    return {"score": score, "gradient": gradients}
+
+
+def estimate_face_optimization(conversations: Sequence[Sequence[tuple[str, str]]], *,
+                               aspect: FaceAspect, params: Mapping, labelled_turns: int | None,
+                               price: Pricer, decompose: bool = True) -> RunEstimate:
+    """FACE instruction optimisation (Algorithm 1) on CONVERSATIONS, the study's labelled
+    conversations as (role, text) turns. LABELLED_TURNS: for a turn-level aspect, how many
+    system turns carry a label (None: every system turn of the conversations counts).
+    DECOMPOSE False: the particles are already decomposed (a resumed optimisation)."""
+    decomposer, score, gradient = (CallKind("face_decompose"), CallKind("face_score"),
+                                   CallKind("face_gradient"))
+    system_turns = [entry for turns in conversations for entry in _system_turns(list(turns))]
+    if not system_turns:
+        raise ValueError("the study's conversations have no system turn to decompose")
+    instruction = initial_instruction(aspect)
+    score_prompt = gradient_prompt = 0
+    for history, text, reply in system_turns:
+        if decompose:
+            decomposer.add(decomposer_messages(history, text, reply))
+        mention = text[: max(1, len(text) // FACE_PARTICLES_PER_TURN)]
+        score_prompt += messages_tokens(scoring_messages(
+            instruction, aspect, history, "recommendation", mention, reply or ""))
+        gradient_prompt += messages_tokens(gradient_rewrite_messages(
+            instruction, aspect, history, "recommendation", mention, reply or "", 0.0, 0.0,
+            int(params["gradients"])))
+    turns = len(system_turns) if labelled_turns is None else min(labelled_turns,
+                                                                 len(system_turns))
+    calls = face_optimization_calls(params, particles=FACE_PARTICLES_PER_TURN * turns)
+    for kind, total, prompt in ((score, calls["score"], score_prompt),
+                                (gradient, calls["gradient"], gradient_prompt)):
+        kind.calls = total
+        kind.prompt_tokens = round(total * prompt / len(system_turns))
+        kind.answer_tokens = total * ANSWER_TOKENS[kind.kind]
+    return _finish(len(conversations), [decomposer, score, gradient], price, [
+        f"{FACE_PARTICLES_PER_TURN} particles per system turn (the decomposer decides)",
+        "every gradient answer yields its rewrites and the candidate pool fills up",
+        "rewritten instructions are as long as the initial one"])

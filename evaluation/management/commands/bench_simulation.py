@@ -34,6 +34,7 @@ from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.live import live_baselines_ensure
 from evaluation.services.llm_runs import model_options
 from evaluation.services.simulations import simulation_batch_process, simulation_create
+from evaluation.services.spending import EXEMPT
 
 
 class Command(BaseCommand):
@@ -85,7 +86,8 @@ class Command(BaseCommand):
             simulation = simulation_create(
                 benchmark=bench, system=live, simulator="pepper", users=users, turns=turns,
                 model=model, batch_size=batch_size or (10 if workers else users),
-                failure_threshold=1.0, enqueue=bool(workers))
+                failure_threshold=1.0, enqueue=bool(workers),
+                spending=EXEMPT)  # a local dry-run server: no money is spent
             started, cpu = time.perf_counter(), time.process_time()
             if workers:
                 pool.wait_for(simulation.job_id)

@@ -24,10 +24,12 @@ from django.db import transaction
 
 from evaluation.cli import (
     ProgressBars,
+    add_budget_argument,
     add_llm_arguments,
     format_errors_as_command_error,
     format_usage,
     llm_model_options,
+    spending_choice,
 )
 from evaluation.lib.formats.submission import LOG, TURN
 from evaluation.models import Benchmark, Job, Submission, System
@@ -73,6 +75,7 @@ class Command(BaseCommand):
                             help="let a Celery worker run the evaluation and follow its progress")
         parser.add_argument("--no-progress", action="store_true")
         add_llm_arguments(parser)
+        add_budget_argument(parser)
         core = parser.add_argument_group("CoRE")
         core.add_argument("--debate-model", help="the debate's model (default: --model)")
         core.add_argument("--judge", action="append", dest="judges", default=[],
@@ -175,7 +178,8 @@ class Command(BaseCommand):
 
     def _llm_run(self, submission, evaluator: str, model: dict, opts):
         from evaluation.services.face_optimization import face_instructions_resolve
-        from evaluation.services.llm_runs import llm_run_create
+        from evaluation.services.llm_runs import LLMRunFailed, llm_run_create
+        from evaluation.services.spending import BudgetExceeded
 
         try:
             face = None
@@ -195,8 +199,10 @@ class Command(BaseCommand):
                 splits=opts["splits"], enqueue=opts["worker"], face=face,
                 limit=opts["limit"], stop_after=opts["stop_after"],
                 dialogues=[d.strip() for value in opts["dialogues"] for d in value.split(",")
-                           if d.strip()])
-        except ValueError as exc:
+                           if d.strip()], spending=spending_choice(opts))
+        except BudgetExceeded as exc:
+            raise CommandError(f"{exc} (--no-budget starts it anyway)") from exc
+        except (ValueError, LLMRunFailed) as exc:
             raise CommandError(str(exc)) from exc
 
     def _system(self, name: str) -> System:

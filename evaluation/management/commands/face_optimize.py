@@ -10,9 +10,15 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.cli import ProgressBars, add_llm_arguments, format_usage, llm_model_options
-from evaluation.models import FaceOptimization, Job
-from evaluation.services.jobs import job_create
+from evaluation.cli import (
+    ProgressBars,
+    add_budget_argument,
+    add_llm_arguments,
+    format_usage,
+    llm_model_options,
+    spending_choice,
+)
+from evaluation.models import Job
 
 
 class Command(BaseCommand):
@@ -43,6 +49,7 @@ class Command(BaseCommand):
                             help="continue this optimization (e.g. relevance-v1)")
         parser.add_argument("--no-progress", action="store_true")
         add_llm_arguments(parser)
+        add_budget_argument(parser)
 
     def handle(self, *args, **opts):
         from evaluation.services.face_optimization import (
@@ -50,15 +57,15 @@ class Command(BaseCommand):
             face_optimization_create,
             face_optimization_find,
             face_optimization_process,
+            face_optimization_restart,
         )
+        from evaluation.services.spending import BudgetExceeded
 
         try:
             if opts["resume"]:
                 optimization = face_optimization_find(opts["resume"])
-                job = job_create(kind=Job.Kind.FACE_OPTIMIZATION, task=None,
-                                 params={"study": optimization.study_slug,
-                                         "aspect": optimization.aspect, "resume": True})
-                FaceOptimization.objects.filter(pk=optimization.pk).update(job=job)
+                face_optimization_restart(optimization=optimization, enqueue=False,
+                                          spending=spending_choice(opts))
             else:
                 if not opts["study"] or not opts["aspect"]:
                     raise CommandError("give --study and --aspect (or --resume VERSION)")
@@ -69,7 +76,9 @@ class Command(BaseCommand):
                     seed=opts["seed"], dev_share=opts["dev_share"],
                     gradient_particles=opts["gradient_particles"],
                     ucb_sample=opts["ucb_sample"], ucb_rounds=opts["ucb_rounds"],
-                    final_size=opts["final_size"])
+                    final_size=opts["final_size"], spending=spending_choice(opts))
+        except BudgetExceeded as exc:
+            raise CommandError(f"{exc} (--no-budget starts it anyway)") from exc
         except FaceOptimizationError as exc:
             raise CommandError(str(exc)) from exc
         optimization.refresh_from_db()

@@ -15,7 +15,13 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from evaluation.cli import ProgressBars, add_llm_arguments, llm_model_options
+from evaluation.cli import (
+    ProgressBars,
+    add_budget_argument,
+    add_llm_arguments,
+    llm_model_options,
+    spending_choice,
+)
 from evaluation.lib.metrics.preference import KS
 from evaluation.lib.simulators.simulators import SIMULATORS
 from evaluation.models import Benchmark, Job, System
@@ -25,6 +31,7 @@ from evaluation.services.simulations import (
     simulation_create,
     simulation_run_here,
 )
+from evaluation.services.spending import BudgetExceeded
 
 
 class Command(BaseCommand):
@@ -54,6 +61,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json")
         parser.add_argument("--no-progress", action="store_true")
         add_llm_arguments(parser)
+        add_budget_argument(parser)
 
     def handle(self, *, benchmark, system, simulator, users, turns, seed, pool, batch_size,
                failure_threshold, worker, as_json, no_progress, endpoint="", credential="",
@@ -80,9 +88,12 @@ class Command(BaseCommand):
                 simulation = simulation_create(
                     benchmark=bench, system=found, simulator=simulator, users=users,
                     turns=turns, seed=seed, model=model, batch_size=batch_size, pool=pool,
-                    failure_threshold=failure_threshold, enqueue=worker)
+                    failure_threshold=failure_threshold, enqueue=worker,
+                    spending=spending_choice(options))
         except ValidationError as error:
             raise CommandError("; ".join(error.messages)) from error
+        except BudgetExceeded as error:
+            raise CommandError(f"{error} (--no-budget starts it anyway)") from error
         if worker:
             self.stdout.write(json.dumps({"job_id": simulation.job_id,
                                           "simulation_id": simulation.pk}) if as_json else
