@@ -71,6 +71,21 @@ class Job(models.Model):
                    "stopped, killed or cut off from the database. Retry the job or start it "
                    "again.")
 
+    # A queued job whose task never reached the broker (its send failed after the commit): the
+    # worker's sweep sends it again once the broker answers (evaluation.services.jobs).
+    UNSENT_AFTER = timedelta(seconds=30)
+    UNSENT_NOTE = ("Waiting for the task queue: the broker could not be reached when this job "
+                   "was queued. It is sent again as soon as the broker answers; nothing is lost.")
+
+    @property
+    def waiting_note(self) -> str:
+        """Why a queued job has not started, when Concord knows: its task never reached the
+        broker (not the same as a worker that stopped reporting: STALE_ERROR)."""
+        if (self.status == self.Status.QUEUED and self.task and self.enqueued_at is None
+                and self.created_at and self.created_at < timezone.now() - self.UNSENT_AFTER):
+            return self.UNSENT_NOTE
+        return ""
+
     @staticmethod
     def heartbeat_interval() -> timedelta:
         return timedelta(seconds=settings.JOB_HEARTBEAT_SECONDS)

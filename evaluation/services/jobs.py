@@ -19,7 +19,6 @@ Failure modes (docs/operations.md, "Failure modes"):
 import logging
 import threading
 from contextlib import contextmanager
-from datetime import timedelta
 
 from celery import current_app
 from celery.signals import task_postrun
@@ -43,7 +42,7 @@ class ExpectedFailure(RuntimeError):
 MAX_ATTEMPTS = 3
 # A queued job whose task was never sent is sent again by the sweep after this long (the send
 # failed after its transaction committed: the broker died in between).
-RESEND_AFTER = timedelta(seconds=30)
+RESEND_AFTER = Job.UNSENT_AFTER
 
 
 class QueueUnavailable(Exception):

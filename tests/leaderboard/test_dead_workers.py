@@ -10,6 +10,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -98,7 +99,7 @@ def test_only_the_owner_retries_and_only_a_failed_run(client, queued_run, outsid
 
 
 def test_a_starting_worker_fails_dead_jobs_and_sends_lost_ones(tiny_bundle_dir, tmp_path,
-                                                                settings):
+                                                                settings, staff):
     """The broker died after a job was committed and before its task was sent: the job waits,
     queued and unsent, until a worker's sweep sends it; a job left running by a worker that
     died is written down as failed by the same sweep."""
@@ -107,12 +108,18 @@ def test_a_starting_worker_fails_dead_jobs_and_sends_lost_ones(tiny_bundle_dir, 
     lost = Job.objects.create(kind=Job.Kind.IMPORT_BENCHMARK, params={"path": str(tiny_bundle_dir)},
                               task="evaluation.tasks.import_benchmark_job")
     Job.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=2))
+    # its page says why it waits: the broker, not a worker that stopped reporting
+    waiting = Job.objects.get(pk=lost.pk)
+    assert waiting.waiting_note == Job.UNSENT_NOTE and waiting.error != Job.STALE_ERROR
+    browser = Client()
+    browser.force_login(staff)
+    assert Job.UNSENT_NOTE in browser.get(reverse("job_detail", args=[lost.pk])).content.decode()
     dead = Job.objects.create(kind=Job.Kind.IMPORT_BENCHMARK, status=Job.Status.RUNNING,
                               heartbeat_at=timezone.now() - timedelta(minutes=5))
     with celery_worker(settings.CELERY_BROKER_URL, tmp_path, CONCORD_JOB_SWEEP_SECONDS="1") \
             as (_, worker):
         wait_for_job(lost, worker, seconds=90)
     assert lost.status == Job.Status.SUCCEEDED, lost.error
-    assert lost.enqueued_at is not None
+    assert lost.enqueued_at is not None and lost.waiting_note == ""
     assert Job.objects.filter(pk=dead.pk).values_list("status", flat=True).get() == \
         Job.Status.FAILED
