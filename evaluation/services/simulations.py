@@ -231,7 +231,8 @@ def simulation_estimate(*, benchmark, simulator: str, users: int, turns: int, se
     if not 1 <= turns <= MAX_TURNS or not 1 <= users <= MAX_USERS:
         raise ValidationError(f"users must be 1–{MAX_USERS} and turns 1–{MAX_TURNS}")
     try:
-        picked = _batch_inputs(benchmark.pk, benchmark.created_at, users, seed).users
+        picked = _batch_inputs(benchmark.pk, benchmark.created_at, users, seed,
+                               benchmark.hidden_released_at is not None).users
     except (NoSimulatedUsers, ValueError) as error:
         raise ValidationError(f"{benchmark.slug}: {error}") from None
     name = (model or model_options())["model"]

@@ -172,7 +172,7 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     # Correlation with the study: held-out dialogues as `face`, trained-on ones as `face:train`.
     report_selectors.cache.clear()
     sets = report_selectors.evaluator_score_sets(benchmark=study.benchmark)
-    assert set(sets) == {"face", "face:train"}
+    assert set(sets) == {"face", "face:train", "reference_free"}  # the import's baselines
     dev_units = {key for s in sets["face"] for key in s.values}
     assert {unit[1].split("#")[0] for unit in dev_units} <= set(optimization.dev_dialogues)
     correlation = report_selectors.study_correlation(study=study, evaluator="face")
@@ -248,7 +248,7 @@ def test_a_server_without_logprobs_is_refused(study, llm_server):
         call_command("evaluate", benchmark=study.benchmark.slug, submission_id=submission.pk,
                      evaluator="face", aspects=["relevance"], no_progress=True,
                      stdout=io.StringIO(), stderr=io.StringIO(), **options)
-    assert not Run.objects.get().unit_scores.exclude(value=None).exists()
+    assert not Run.objects.get(evaluator="face").unit_scores.exclude(value=None).exists()
     with pytest.raises(CommandError, match="no top log-probabilities"):
         call_command("face_optimize", study=study.slug, aspect="relevance", no_progress=True,
                      stdout=io.StringIO(), stderr=io.StringIO(), **options)
@@ -313,7 +313,7 @@ def test_a_hopeless_run_stops_after_its_first_units(study, llm_server):
     assert "stopped early: the first 2 units all failed, so the other 2 were not tried" \
         in message and "no JSON list found" in message
     assert "LLM usage" in message and "Traceback" not in message
-    run = Run.objects.get()
+    run = Run.objects.get(evaluator="face")
     # Two logs of two assistant turns, one answer each: nothing more was asked.
     assert server.request_count == 4
     assert FaceTurn.objects.filter(run=run).values("unit_id").distinct().count() == 2

@@ -44,7 +44,7 @@ UNPRICED = "openai/scripted-judge"  # litellm has no price for it
 def _users():
     data = simulation_bundle()
     return simulated_users(items=data["items"], reviews=data["reviews"],
-                           dialogues=data["dialogues"])
+                           dialogues=data["dialogues"], include_hidden=True)
 
 
 def test_a_pepper_simulation_estimate_counts_every_call_and_a_growing_transcript():
@@ -215,7 +215,7 @@ def test_the_command_line_checks_the_operator_budget_unless_told_not_to(
         log_submission, judge, settings):
     settings.LLM_DAILY_BUDGET_TOKENS = 10
     options = {"benchmark": log_submission.benchmark.slug, "submission_id": log_submission.pk,
-               "evaluator": "pepper_judge", "model": UNPRICED, "api_base": judge.api_base,
+               "evaluator": "pepper_judge", "model": UNPRICED, "profile": judge.profile,
                "no_progress": True}
     with pytest.raises(CommandError, match="your daily allowance has 10 tokens left .* "
                                            r"\(--no-budget starts it anyway\)"):

@@ -27,9 +27,10 @@ def public_log_submission(log_submission):  # noqa: F811
 
 def test_the_confirm_page_shows_the_allowance_and_a_refusal_stores_nothing(
         public_log_submission, author, client, llm_settings):  # noqa: F811
+    llm_settings.LLM_MODEL = MODEL  # the operator's `default` profile
     client.force_login(author)
     url = reverse("leaderboard:submission_evaluate", args=[public_log_submission.uuid])
-    choice = {"evaluator": "pepper_judge", "model": MODEL}
+    choice = {"evaluator": "pepper_judge", "profile": "default"}
     page = client.get(url, choice).content.decode()
     assert 'id="budget-allowance"' in page and "5000000 of 5000000 tokens left" in page
     assert 'id="confirm-button"' in page and 'id="budget-problem"' not in page
@@ -48,11 +49,13 @@ def test_the_confirm_page_shows_the_allowance_and_a_refusal_stores_nothing(
 
 def test_an_identical_queued_run_is_followed_not_started_twice(public_log_submission, author,
                                                                 client, llm_settings):  # noqa: F811
+    llm_settings.LLM_MODEL = MODEL  # the operator's `default` profile
     queued = llm_run_create(submission=public_log_submission, evaluator="pepper_judge",
-                            model=model_options(model=MODEL), user=author, enqueue=False)
+                            model=model_options(), user=author, enqueue=False)
     client.force_login(author)
     start = reverse("leaderboard:submission_evaluate_start", args=[public_log_submission.uuid])
-    response = client.post(start, {"evaluator": "pepper_judge", "model": MODEL}, follow=True)
+    response = client.post(start, {"evaluator": "pepper_judge", "profile": "default"},
+                           follow=True)
     assert response.redirect_chain[-1][0] == reverse("job_detail", args=[queued.job_id])
     assert f"already queued (run {queued.pk}, job {queued.job_id}" in \
         response.content.decode()
