@@ -158,7 +158,8 @@ class _StageMeter(UsageMeter):
 
 # --- creating a run ------------------------------------------------------------------------
 
-DEBATE_DEFAULTS = {"max_rounds": 4, "agreement_tolerance": 0.0, "buffer": "all_rounds"}
+DEBATE_DEFAULTS = {"max_rounds": 4, "agreement_tolerance": 0.0, "buffer": "all_rounds",
+                   "factor_view": "own_factors"}
 
 
 def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = None,
@@ -492,7 +493,10 @@ def _execute_core(run: Run, progress: Progress) -> dict:
     progress("load", 1, 1)
     factor_configs, routing = _core_routing(ctx, item_names, progress)
     debate = run.config.get("debate")
-    debate_settings = DebateSettings(**debate, max_reasks=ctx.max_reasks) if debate else None
+    debate_settings = (DebateSettings(**{**debate,
+                                         "factor_view": core_debate.stored_factor_view(debate)},
+                                      max_reasks=ctx.max_reasks)
+                       if debate else None)
     debate_config = model_config(run.config["debate_model"])
 
     def score_log(log: ConversationLog) -> UnitOutcome:
