@@ -64,7 +64,6 @@ from evaluation.lib.llm.judging import AspectScore
 from evaluation.lib.llm.pepper_judge import judge_pepper_log
 from evaluation.lib.llm.trace_judge import judge_trace_turn
 from evaluation.lib.progress import Progress, no_progress
-from evaluation.lib.runconfig import BOOTSTRAP
 from evaluation.models import DebateTurn, FaceTurn, Job, Run, UnitScore
 from evaluation.response_cache import DatabaseResponseCache
 from evaluation.selectors.benchmarks import benchmark_bundle, scored_splits
@@ -174,7 +173,7 @@ def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = N
     dialogues (a cheap trial); STOP_AFTER overrides CONCORD_LLM_STOP_AFTER_FAILED_UNITS.
     """
     config = {"evaluator": evaluator, "model": dict(model), "max_reasks": max_reasks,
-              "splits": sorted(splits), "bootstrap": dict(BOOTSTRAP)}
+              "splits": sorted(splits)}
     if limit is not None:
         if limit < 1:
             raise ValueError("--limit must be at least 1")
