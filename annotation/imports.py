@@ -7,8 +7,8 @@ created by importing finished human labels").
 - `judgments_import`: human judgments (per annotator or aggregated) as an imported study.
 - `scores_import`: any metric's unit scores as runs of the evaluator `external:<name>`, one run
   per system the units belong to, each with a finished job, unit scores and system summaries
-  with dialogue-clustered bootstrap CIs, so they take part in correlation reports and the
-  metric leaderboard exactly like built-in runs. Units without a system of their own
+  with dialogue-clustered jackknife-t CIs (`cluster_mean`), so they take part in correlation
+  reports and the metric leaderboard exactly like built-in runs. Units without a system of their own
   (AB-ReDial's dialogues, a benchmark's reference turns) belong to the system
   "<benchmark> reference", whose `log` submission holds the benchmark's (non-hidden) dialogues.
 """

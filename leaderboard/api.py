@@ -497,7 +497,6 @@ def leaderboard_payload(lb) -> dict:
             "design": lb.design,
             "sort": lb.sort,
             "rank_metric": lb.rank_column.key if lb.rank_column else None,
-            "bootstrap": lb.bootstrap,
             "columns": [{"key": c.key, "evaluator": c.evaluator, "metric": c.metric,
                          "axis": c.axis, "direction": c.direction,
                          "human_agreement": _trust(lb, c.key)} for c in lb.columns],

@@ -23,7 +23,7 @@ from evaluation.lib.formats.submission import write_turn_submission
 from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, MetricValue, metric_specs
 from evaluation.lib.metrics.types import turn_unit_id
 from evaluation.lib.rankers import generate_submission
-from evaluation.lib.runconfig import BOOTSTRAP, config_hash, run_config
+from evaluation.lib.runconfig import config_hash, run_config
 from evaluation.models import (
     EVALUATED_ACTIONS,
     Benchmark,
@@ -79,7 +79,7 @@ def synthetic_leaderboard(*, slug: str = "bench-leaderboard", systems: int = 100
         for i, system in enumerate(system_rows)])
     runs = Run.objects.bulk_create([
         Run(submission=submission, evaluator=EVALUATOR, evaluator_version="1",
-            config={"bootstrap": dict(BOOTSTRAP)}, config_hash=f"{i:064x}", job=job)
+            config={}, config_hash=f"{i:064x}", job=job)
         for i, (submission, job) in enumerate(zip(submissions, jobs, strict=True))])
     quality = np.linspace(0.2, 0.8, systems)
     summaries, units = [], []

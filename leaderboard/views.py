@@ -224,7 +224,6 @@ def board_export(request, benchmark, protocol, fmt):
                    "generated_at": timezone.now().isoformat(),
                    "ci": "95% studentized cluster interval over dialogues (delete-one-"
                          "dialogue jackknife, t quantile; docs/statistics.md)",
-                   "bootstrap": lb.bootstrap,
                    "rank": "1 + number of systems significantly better (paired cluster "
                            "jackknife-t tests, Holm-corrected over all pairs of systems)",
                    "multiple_comparisons": "holm",

@@ -59,6 +59,7 @@ from evaluation.lib.stats.label_summaries import (
     citation_precision,
     majority_vote,
 )
+from evaluation.lib.stats.methods import SAMPLE_EFFICIENCY_REPEATS
 from evaluation.lib.stats.results import Estimate
 
 AGGREGATED_REASON = ("the data set publishes only labels aggregated over annotators (one value "
@@ -191,8 +192,7 @@ def _citations(rows: list[LabelRow], *, n_resamples: int, seed: int) -> list[dic
             dialogues[row.key] = row.dialogue_id
     if not labels:
         return []
-    result = citation_precision(labels, systems, quote_dialogues=dialogues,
-                                n_resamples=n_resamples, seed=seed)
+    result = citation_precision(labels, systems, quote_dialogues=dialogues)
     return [{"system": system, **estimate.to_dict()} for system, estimate in result.items()]
 
 
@@ -448,7 +448,7 @@ def _system_rows(score: ScoreSet, spec: FieldSpec, human: Mapping, groups) -> li
     return rows
 
 
-EFFICIENCY_REPEATS = 100
+EFFICIENCY_REPEATS = SAMPLE_EFFICIENCY_REPEATS  # the number the method text prints
 
 
 def _points(score: ScoreSet, spec: FieldSpec, human: Mapping, groups) -> dict:

@@ -4,8 +4,10 @@ declares a configuration that is hashed; formats.md §3: every value links to it
 A Trace run's configuration is plain JSON:
 
     {"suite": {...SuiteConfig overrides...}, "suite_config_hash": "…",
-     "splits": ["test"], "nli": {"enabled": true, "model_path": "/models/nli" | null},
-     "bootstrap": {"n_resamples": 1000, "seed": 42, "confidence": 0.95}}
+     "splits": ["test"], "nli": {"enabled": true, "model_path": "/models/nli" | null}}
+
+(Runs made before issue 30 also carry a "bootstrap" block of 1,000 resamples and seed 42 that
+nothing read: every interval is a deterministic jackknife-t interval at 95%.)
 
 `config_hash` is the SHA-256 of its canonical JSON, with the suite represented by the hash of
 its fully resolved configuration (so `{}` and the same defaults written out hash alike): two runs
@@ -20,10 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
 from evaluation.lib.metrics.suite import SuiteConfig
-from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
-
-BOOTSTRAP = {"n_resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED,
-             "confidence": DEFAULT_CONFIDENCE}
 
 
 def _as_tuples(value):
@@ -53,7 +51,6 @@ def run_config(*, suite_options: Mapping, splits: Sequence[str], nli_enabled: bo
         "splits": sorted(splits),
         "nli": {"enabled": nli_enabled, "model_path": (nli_model_path or None) if nli_enabled
                 else None},
-        "bootstrap": dict(BOOTSTRAP),
     }
 
 

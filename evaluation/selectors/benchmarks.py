@@ -344,7 +344,6 @@ def run_results(*, run: Run) -> dict:
         "system": submission.system.name, "benchmark": submission.benchmark.slug,
         "evaluator": run.evaluator, "evaluator_version": run.evaluator_version,
         "config_hash": run.config_hash, "splits": run.config.get("splits", []),
-        "bootstrap": run.config.get("bootstrap", {}),
         "missing_turns": run.job.result.get("missing_turns", 0),
         "non_answers": _non_answers(metrics),
         "metrics": metrics, "unavailable": dict(run.unavailable),
@@ -405,7 +404,6 @@ def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None,
     {metric: (dialogue ids, sums, counts)} (the leaderboard's stored ones); without it the
     database reduces the runs' unit values (one grouped query per run), never Python.
     """
-    bootstrap = run_a.config.get("bootstrap", {})
     directions = dict(run_a.summaries.order_by("pk").values_list("metric", "direction"))
     axes = dict(run_a.summaries.values_list("metric", "axis"))
     if sums is None:
@@ -417,7 +415,7 @@ def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None,
     for metric in names:
         comparison = compare_systems_from_sums(
             "A", *a[metric], "B", *b[metric],
-            confidence=bootstrap.get("confidence", 0.95),
+            confidence=0.95,
         )
         difference = comparison.difference
         better = None
@@ -430,6 +428,7 @@ def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None,
                      "difference": difference.value, "ci": [difference.ci_low, difference.ci_high],
                      "significant": comparison.significant, "better": better,
                      "shared_dialogues": difference.n.get("shared_clusters", 0),
+                     "method": difference.method,
                      "t_test": comparison.t_test.to_dict(),
                      "undefined_reason": difference.undefined_reason})
     return rows

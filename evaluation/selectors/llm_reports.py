@@ -68,6 +68,8 @@ def run_llm_report(*, run, include_hidden: bool, page: str | None = None) -> dic
                                      tolerance=float(run.config["debate"].get(
                                          "agreement_tolerance", 0)))
         report["curve"] = curve
+        view = core_debate.stored_factor_view(run.config["debate"])
+        report["debate_form"] = {"factor_view": view, "text": core_debate.FACTOR_VIEWS[view]}
         report["chart"] = agreement_chart(curve)
     return report
 

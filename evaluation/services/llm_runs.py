@@ -68,7 +68,6 @@ from evaluation.lib.llm.profiles import SETTING as PROFILES_SETTING
 from evaluation.lib.llm.profiles import ModelProfile, default_profile
 from evaluation.lib.llm.trace_judge import judge_trace_turn
 from evaluation.lib.progress import Progress, no_progress
-from evaluation.lib.runconfig import BOOTSTRAP
 from evaluation.models import DebateTurn, FaceTurn, Job, LLMSpend, Run, Submission, UnitScore
 from evaluation.response_cache import DatabaseResponseCache
 from evaluation.selectors.benchmarks import benchmark_bundle, scored_splits
@@ -188,7 +187,8 @@ class _StageMeter(UsageMeter):
 
 # --- creating a run ------------------------------------------------------------------------
 
-DEBATE_DEFAULTS = {"max_rounds": 4, "agreement_tolerance": 0.0, "buffer": "all_rounds"}
+DEBATE_DEFAULTS = {"max_rounds": 4, "agreement_tolerance": 0.0, "buffer": "all_rounds",
+                   "factor_view": "own_factors"}
 
 
 def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = None,
@@ -203,7 +203,7 @@ def llm_run_config(*, evaluator: str, model: dict, debate_model: dict | None = N
     dialogues (a cheap trial); STOP_AFTER overrides CONCORD_LLM_STOP_AFTER_FAILED_UNITS.
     """
     config = {"evaluator": evaluator, "model": dict(model), "max_reasks": max_reasks,
-              "splits": sorted(splits), "bootstrap": dict(BOOTSTRAP)}
+              "splits": sorted(splits)}
     if limit is not None:
         if limit < 1:
             raise ValueError("--limit must be at least 1")
@@ -564,7 +564,10 @@ def _execute_core(run: Run, progress: Progress) -> dict:
     progress("load", 1, 1)
     factor_configs, routing = _core_routing(ctx, item_names, progress)
     debate = run.config.get("debate")
-    debate_settings = DebateSettings(**debate, max_reasks=ctx.max_reasks) if debate else None
+    debate_settings = (DebateSettings(**{**debate,
+                                         "factor_view": core_debate.stored_factor_view(debate)},
+                                      max_reasks=ctx.max_reasks)
+                       if debate else None)
     debate_config = model_config(run.config["debate_model"])
 
     def score_log(log: ConversationLog) -> UnitOutcome:

@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from evaluation.lib.progress import Progress
 from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE
 from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums, sample_std
-from evaluation.lib.stats.clustered import MEAN_METHOD, cluster_mean
+from evaluation.lib.stats.clustered import cluster_mean, mean_method
 from evaluation.lib.stats.methods import interval_version
 from evaluation.models import MetricSummary, Run, UnitScore
 from evaluation.selectors.benchmarks import run_metric_specs
@@ -22,9 +22,11 @@ UPDATED = ["axis", "direction", "value", "ci_low", "ci_high", "std", "n", "undef
            "ci_method", "ci_version"]
 
 
-def _interval_stamp() -> dict:
-    """The method and version every summary's interval is computed with (cluster_mean)."""
-    return {"ci_method": MEAN_METHOD, "ci_version": interval_version(MEAN_METHOD)}
+def _interval_stamp(bounds=None) -> dict:
+    """The method and version a summary's interval is computed with (cluster_mean), for a
+    metric of range BOUNDS (bounded on both sides: the logit-scale interval)."""
+    method = mean_method(bounds)
+    return {"ci_method": method, "ci_version": interval_version(method)}
 
 
 @transaction.atomic
@@ -79,7 +81,6 @@ def _unit_scores_copy_upsert(run: Run, values) -> None:
 
 
 def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress) -> None:
-    bootstrap = run.config.get("bootstrap", {})
     rows = []
     for done, spec in enumerate(specs, start=1):
         values, clusters = collected.get(spec.name, ([], []))
@@ -88,7 +89,7 @@ def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress
             reason = "no evaluated unit has a value for this metric"
         if not reason:
             estimate = cluster_mean(
-                values, clusters, confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE),
+                values, clusters, confidence=DEFAULT_CONFIDENCE,
                 bounds=getattr(spec, "range", None))
         rows.append(MetricSummary(
             run=run, metric=spec.name, axis=spec.axis, direction=spec.direction,
@@ -97,7 +98,7 @@ def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress
             ci_high=estimate.ci_high if estimate else None,
             std=float(np.std(values, ddof=1)) if len(values) > 1 and estimate else None,
             n=len(values) if estimate else 0, undefined_reason=reason[:300],
-            **_interval_stamp(),
+            **_interval_stamp(getattr(spec, "range", None)),
         ))
         if done % 10 == 0 or done == len(specs):
             progress("bootstrap", done, len(specs))
@@ -109,7 +110,6 @@ def summaries_upsert(run: Run, specs, collected, unavailable, progress: Progress
 def summaries_upsert_from_sums(run: Run, specs, sums, unavailable, progress: Progress) -> None:
     """`summaries_upsert` for a run scored in chunks: from per-metric, per-dialogue sums
     (`evaluation.selectors.run_chunks.run_cluster_sums`), same estimates and CIs."""
-    bootstrap = run.config.get("bootstrap", {})
     rows = []
     for done, spec in enumerate(specs, start=1):
         clusters, totals, counts, squares = sums.get(spec.name, ([], [], [], 0.0))
@@ -119,7 +119,7 @@ def summaries_upsert_from_sums(run: Run, specs, sums, unavailable, progress: Pro
         if not reason:
             estimate = cluster_mean_from_sums(
                 clusters, totals, counts,
-                confidence=bootstrap.get("confidence", DEFAULT_CONFIDENCE),
+                confidence=DEFAULT_CONFIDENCE,
                 bounds=getattr(spec, "range", None))
         n = sum(counts)
         rows.append(MetricSummary(
@@ -128,7 +128,8 @@ def summaries_upsert_from_sums(run: Run, specs, sums, unavailable, progress: Pro
             ci_low=estimate.ci_low if estimate else None,
             ci_high=estimate.ci_high if estimate else None,
             std=sample_std(sum(totals), squares, n) if estimate else None,
-            n=n if estimate else 0, undefined_reason=reason[:300], **_interval_stamp(),
+            n=n if estimate else 0, undefined_reason=reason[:300],
+            **_interval_stamp(getattr(spec, "range", None)),
         ))
         if done % 10 == 0 or done == len(specs):
             progress("bootstrap", done, len(specs))
@@ -162,7 +163,7 @@ def _preference_recompute(run: Run, stored: list[MetricSummary]) -> int:
     over the simulated users' values (one unit each, in the order stored), cut to [0, 1], n =
     users and no standard deviation."""
     for row in stored:
-        row.ci_method, row.ci_version = _interval_stamp().values()
+        row.ci_method, row.ci_version = _interval_stamp((0.0, 1.0)).values()
         values = list(UnitScore.objects.filter(run=run, metric=row.metric).exclude(value=None)
                       .order_by("pk").values_list("value", "dialogue_id"))
         if not values:

@@ -67,6 +67,7 @@ from evaluation.lib.simulators.users import (
     pick_users,
     simulated_users,
 )
+from evaluation.lib.stats.methods import interval_version
 from evaluation.models import (
     Benchmark,
     Job,
@@ -466,7 +467,8 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
                 run=run, metric=name, axis="preference elicitation",
                 direction=MetricSummary.Direction.HIGHER, value=estimate.value,
                 ci_low=estimate.ci_low, ci_high=estimate.ci_high,
-                n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "")
+                n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "",
+                ci_method=estimate.method, ci_version=interval_version(estimate.method))
         timing = [(d.total_seconds, d.system_seconds, d.llm_seconds,
                    sum(1 for t in d.turns if t["role"] == "system")) for d in ok]
         trace = _trace_run(simulation, ok, submission)

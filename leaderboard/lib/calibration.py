@@ -26,8 +26,9 @@ called significant:
 
 Design: each dialogue has 2–8 turns (uniform), a dialogue effect and turn noise of equal variance
 (intra-dialogue correlation 0.5); binary turns draw a dialogue success rate from Beta(3, 7)
-(mean 0.3). Every figure is a share over ``reps`` simulated studies, so its Monte Carlo standard
-error is about sqrt(p(1 − p)/reps): 0.007 for a coverage of 0.95 at 1,000 repetitions.
+(mean 0.3), or from Beta(19, 1) (mean 0.95) for a share near its bound. Every figure is a
+share over ``reps`` simulated studies, so its Monte Carlo standard error is about
+sqrt(p(1 − p)/reps): 0.007 for a coverage of 0.95 at 1,000 repetitions.
 Pure numpy: nothing here imports Django.
 """
 
@@ -43,7 +44,7 @@ from scipy import special, stats
 
 from evaluation.lib.stats import arena
 from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
-from evaluation.lib.stats.clustered import cluster_mean
+from evaluation.lib.stats.clustered import cluster_mean, paired_cluster_difference
 from evaluation.lib.stats.comparison import compare_systems
 from evaluation.lib.stats.correlation import correlation_with_ci, rank_evaluators
 from leaderboard.lib.rank_tables import better_matrices, cluster_tables
@@ -63,13 +64,15 @@ class Check:
 
     key: str
     label: str
-    kind: str  # coverage | size | fwer | shown (a share, no goal)
+    kind: str  # coverage | size | fwer | shown (a share, no goal) | power (no goal)
     code_path: str
     values: dict[int, float] = field(default_factory=dict)
 
     def goal(self) -> str:
         if self.kind == "shown":
             return "(share)"
+        if self.kind == "power":
+            return "(power)"
         if self.kind == "coverage":
             return f"{NOMINAL:.2f} ± {COVERAGE_TOLERANCE:.2f}"
         if self.kind == "size":
@@ -78,7 +81,7 @@ class Check:
 
     def within_goal(self, value: float, reps: int) -> bool:
         """Whether ``value`` meets the goal, allowing two Monte Carlo standard errors."""
-        if self.kind == "shown":
+        if self.kind in ("shown", "power"):
             return True
         if math.isnan(value):  # no study showed an interval: nothing to judge
             return True
@@ -113,9 +116,9 @@ def _gaussian_turns(rng, sizes, mean=0.0):
     return values, clusters
 
 
-def _binary_turns(rng, sizes):
+def _binary_turns(rng, sizes, shape=(3.0, 7.0)):
     clusters = np.repeat(np.arange(len(sizes)), sizes)
-    rates = rng.beta(3.0, 7.0, size=len(sizes))[clusters]
+    rates = rng.beta(*shape, size=len(sizes))[clusters]
     return (rng.random(clusters.size) < rates).astype(float), clusters
 
 
@@ -128,6 +131,10 @@ def mean_coverage(rng, dialogues: int, kind: str) -> bool:
     if kind == "gaussian":
         values, clusters = _gaussian_turns(rng, sizes)
         truth, bounds = 0.0, None
+    elif kind == "near_bound":
+        # a share near 1 (e.g. cgs, tsr on a hard tier): dialogue rates from Beta(19, 1)
+        values, clusters = _binary_turns(rng, sizes, (19.0, 1.0))
+        truth, bounds = 0.95, (0.0, 1.0)
     else:
         values, clusters = _binary_turns(rng, sizes)
         truth, bounds = 0.3, (0.0, 1.0)
@@ -157,6 +164,33 @@ def difference_size(rng, dialogues: int, kind: str) -> tuple[bool, bool]:
     comparison = compare_systems("A", a, labels, "B", b, labels)
     t_p = comparison.t_test.p_value
     return comparison.significant, t_p is not None and t_p < LEVEL
+
+
+# The unequal-length design of issue 30: 2–13 turns per dialogue (uniform), Gaussian turns as
+# above; POWER_DIFFERENCE is the fixed true difference (in turn-noise SDs) the power rows use.
+UNEQUAL_TURNS = (2, 13)
+POWER_DIFFERENCE = 0.8
+
+
+def unequal_difference(rng, dialogues: int, true_difference: float = 0.0,
+                       kind: str = "gaussian") -> tuple[bool, bool]:
+    """(compare page significant, jackknife-t alone significant) for A = B + TRUE_DIFFERENCE on
+    dialogues of 2–13 turns: the compare page's test (the randomisation test at 6–12 dialogues)
+    and the jackknife-t it replaced there, on the same data. KIND "binary": 0/1 turns with a
+    shared dialogue success rate from Beta(3, 7) (no true difference only)."""
+    sizes = rng.integers(UNEQUAL_TURNS[0], UNEQUAL_TURNS[1] + 1, size=dialogues)
+    clusters = np.repeat(np.arange(dialogues), sizes)
+    if kind == "binary":
+        rates = rng.beta(3.0, 7.0, size=dialogues)[clusters]
+        a, b = ((rng.random(clusters.size) < rates).astype(float) for _ in range(2))
+    else:
+        difficulty = rng.normal(size=dialogues)[clusters]
+        a, b = (difficulty + rng.normal(size=dialogues)[clusters]
+                + rng.normal(size=clusters.size) for _ in range(2))
+    labels = _labels(clusters)
+    comparison = compare_systems("A", a + true_difference, labels, "B", b, labels)
+    jackknife = paired_cluster_difference(a + true_difference, labels, b, labels)
+    return comparison.significant, jackknife.ci_excludes(0.0)
 
 
 def leaderboard_fwer(rng, dialogues: int, kind: str, n_systems: int = 5) -> bool:
@@ -384,12 +418,26 @@ def _checks() -> list[Check]:
               "clustered.cluster_mean (run and leaderboard means)"),
         Check("mean_binary", "95% CI of a mean, binary turns", "coverage",
               "clustered.cluster_mean (run and leaderboard means)"),
+        Check("mean_near_bound", "95% CI of a share near 1 (0.95), logit scale", "coverage",
+              "clustered.cluster_mean bounds=(0, 1) (run means, system page tiers)"),
         Check("diff_gaussian", "A vs B significant, no true difference, Gaussian", "size",
               "comparison.compare_systems (compare page)"),
         Check("diff_binary", "A vs B significant, no true difference, binary", "size",
               "comparison.compare_systems (compare page)"),
         Check("ttest_gaussian", "paired t-test beside it, Gaussian", "size",
               "comparison.paired_t_test (compare page)"),
+        Check("diff_unequal", "A vs B significant, no difference, 2-13 turns", "size",
+              "comparison.compare_systems (compare page, manage.py compare)"),
+        Check("diff_unequal_jackknife", "  jackknife-t alone (before issue 30)", "size",
+              "clustered.paired_cluster_difference"),
+        Check("diff_unequal_binary", "A vs B significant, no difference, 2-13 binary", "size",
+              "comparison.compare_systems (compare page, manage.py compare)"),
+        Check("diff_unequal_binary_jackknife", "  jackknife-t alone (before issue 30)", "size",
+              "clustered.paired_cluster_difference"),
+        Check("power_unequal", "  power at a true difference of 0.8, 2-13 turns", "power",
+              "comparison.compare_systems (compare page, manage.py compare)"),
+        Check("power_unequal_jackknife", "  power, jackknife-t alone (before)", "power",
+              "clustered.paired_cluster_difference"),
         Check("fwer_gaussian", "5 equal systems: some pair ranked apart, Gaussian", "fwer",
               "rank_tables.better_matrices (leaderboard ranks)"),
         Check("fwer_binary", "5 equal systems: some pair ranked apart, binary", "fwer",
@@ -461,6 +509,8 @@ def run_checks(
                 lambda rng: mean_coverage(rng, d, "gaussian"), reps, b + 3),
             "mean_binary": lambda d=dialogues, b=base: _share(
                 lambda rng: mean_coverage(rng, d, "binary"), reps, b + 4),
+            "mean_near_bound": lambda d=dialogues, b=base: _share(
+                lambda rng: mean_coverage(rng, d, "near_bound"), reps, b + 21),
             "fwer_gaussian": lambda d=dialogues, b=base: _share(
                 lambda rng: leaderboard_fwer(rng, d, "gaussian"), reps, b + 5),
             "fwer_binary": lambda d=dialogues, b=base: _share(
@@ -499,6 +549,16 @@ def run_checks(
         if only is None or "diff_binary" in only:
             binary, _ = tests("binary")
             by_key["diff_binary"].values[dialogues] = binary
+        for key, shift, kind, offset in (
+                ("diff_unequal", 0.0, "gaussian", 30),
+                ("power_unequal", POWER_DIFFERENCE, "gaussian", 31),
+                ("diff_unequal_binary", 0.0, "binary", 32)):
+            if only is None or {key, f"{key}_jackknife"} & set(only):
+                stream = np.random.default_rng(base + offset)
+                pairs = np.array([unequal_difference(stream, dialogues, shift, kind)
+                                  for _ in range(reps)])
+                by_key[key].values[dialogues] = float(pairs[:, 0].mean())
+                by_key[f"{key}_jackknife"].values[dialogues] = float(pairs[:, 1].mean())
     return [check for check in checks if check.values]
 
 

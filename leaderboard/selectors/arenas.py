@@ -96,7 +96,8 @@ def arena_board(arena: Arena, *, method: str = "elo", dataset: str = "", scenari
     rows = [{"system": systems[row.system].name, "slug": systems[row.system].slug,
              "rating": row.rating, "ci_low": row.ci_low, "ci_high": row.ci_high,
              "rank": row.rank, "rank_low": row.rank_low, "rank_high": row.rank_high,
-             "votes": row.votes, "wins": row.wins, "losses": row.losses, "ties": row.ties}
+             "votes": row.votes, "wins": row.wins, "losses": row.losses, "ties": row.ties,
+             "ci_note": row.ci_note}
             for row in table.rows]
     centre = table.params["initial"]
     forest = charts.forest(

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from annotation.models import VALIDATION_INTERVAL, MetricValidation
-from evaluation.lib.stats.clustered import MEAN_METHOD, RANK_METHOD
+from evaluation.lib.stats.clustered import BOUNDED_MEAN_METHOD, MEAN_METHOD, RANK_METHOD
 from evaluation.lib.stats.methods import interval_version
 from evaluation.models import MetricSummary
 
@@ -29,8 +31,10 @@ class StaleIntervals:
 
 def stale_intervals() -> StaleIntervals:
     """What `recompute_intervals` has to do: three grouped queries."""
-    summaries = MetricSummary.objects.exclude(ci_method=MEAN_METHOD,
-                                              ci_version=interval_version(MEAN_METHOD))
+    current = Q()
+    for method in (MEAN_METHOD, BOUNDED_MEAN_METHOD):
+        current |= Q(ci_method=method, ci_version=interval_version(method))
+    summaries = MetricSummary.objects.exclude(current)
     validations = MetricValidation.objects.exclude(
         ci_method=VALIDATION_INTERVAL, ci_version=interval_version(VALIDATION_INTERVAL))
     snapshots = RankSnapshot.objects.exclude(method=RANK_METHOD,

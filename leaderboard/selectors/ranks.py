@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from django.db import NotSupportedError
 from django.db.models import BinaryField, Count, F, Func, Sum, Value
 
-from evaluation.models import MetricSummary, Run, UnitScore
+from evaluation.models import MetricSummary, UnitScore
 from evaluation.selectors.run_chunks import chunked_runs_cluster_sums
 from leaderboard.lib import rank_tables
 
@@ -46,12 +46,10 @@ def rank_snapshots(*, benchmark, protocol: str, coverage: str, choice: RunChoice
     return stored
 
 
-def rank_inputs(run_ids: Sequence[int]) -> tuple[dict[str, str], dict]:
-    """The metrics' directions and the bootstrap settings (of the first run) to rank with."""
-    directions = dict(MetricSummary.objects.filter(run_id__in=run_ids)
-                      .values_list("metric", "direction").distinct())
-    config = Run.objects.filter(pk__in=run_ids[:1]).values_list("config", flat=True).first()
-    return directions, (config or {}).get("bootstrap", {})
+def rank_inputs(run_ids: Sequence[int]) -> dict[str, str]:
+    """The metrics' directions to rank with."""
+    return dict(MetricSummary.objects.filter(run_id__in=run_ids)
+                .values_list("metric", "direction").distinct())
 
 
 def cluster_rows(run_ids: Sequence[int]) -> list[tuple]:
@@ -142,14 +140,12 @@ def rank_snapshot_compute(*, benchmark_id: int, protocol: str, evaluator: str, c
                           tables: dict[int, rank_tables.ClusterTable]) -> RankSnapshot:
     """The snapshot of RUN_IDS as an unsaved model instance (the caller decides to store it)."""
     started = time.perf_counter()
-    directions, bootstrap = rank_inputs(run_ids)
+    directions = rank_inputs(run_ids)
     metrics = sorted(directions)
     better = rank_tables.better_matrices(
         [tables.get(run_id) or rank_tables.ClusterTable.empty() for run_id in run_ids], metrics,
-        {m: directions[m] == "higher" for m in metrics},
-        n_resamples=bootstrap.get("n_resamples", 1000), seed=bootstrap.get("seed", 42),
-        confidence=bootstrap.get("confidence", 0.95))
+        {m: directions[m] == "higher" for m in metrics})
     return RankSnapshot(benchmark_id=benchmark_id, protocol=protocol, evaluator=evaluator,
                         splits=coverage, run_ids=list(run_ids), metrics=metrics,
                         better=rank_tables.pack(better),
-                        bootstrap=bootstrap, seconds=time.perf_counter() - started)
+                        seconds=time.perf_counter() - started)

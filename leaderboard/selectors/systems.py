@@ -10,8 +10,10 @@ from django.db.models import Max
 from django.urls import reverse
 
 from evaluation.lib import charts
+from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.simulators.simulators import simulated_protocol
 from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums
+from evaluation.lib.stats.clustered import mean_method
 from evaluation.models import Benchmark, Dialogue, Job, Run, Simulation, Split, Submission
 
 from .columns import (
@@ -145,14 +147,15 @@ def system_tiers(*, table, dialogues: dict[str, str | None]) -> dict | None:
     table_rows, series = [], []
     for metric in metrics:
         cells = []
+        bounds = metric_bounds(SUITE_NAME, metric)  # a bounded metric: logit-scale interval
         for tier in tiers:
             clusters, sums, counts = cells_of.get((metric, tier), ([], [], []))
-            estimate = cluster_mean_from_sums(clusters, sums, counts) \
+            estimate = cluster_mean_from_sums(clusters, sums, counts, bounds=bounds) \
                 if len(clusters) else None
             cells.append((estimate.value, estimate.ci_low, estimate.ci_high)
                          if estimate and estimate.value is not None else (None, None, None))
         series.append((metric, cells))
-        table_rows.append({"metric": metric, "cells": [
+        table_rows.append({"metric": metric, "method": mean_method(bounds), "cells": [
             {"text": fmt(v), "ci": f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "",
              "dialogues": len(cells_of.get((metric, tier), ([],))[0])}
             for (v, lo, hi), tier in zip(cells, tiers, strict=True)]})

@@ -153,6 +153,32 @@ def test_run_page_shows_debate_scores_per_round_and_unknown_cost_and_escapes_mod
     assert "Twelve factors" in page and page.count("<tr class=\"\">") >= 12
 
 
+def _linguist_debate_prompts(server):
+    return [r.prompt_text for r in server.requests if "YOUR ROLE: Linguist" in r.prompt_text]
+
+
+def test_the_debate_form_is_stored_in_the_config_used_and_shown_on_the_run_page(
+        llm_server, log_submission, client, researcher):
+    server = llm_server(core_answer)
+    run = succeeded(core_run(log_submission, server))
+
+    assert run.config["debate"]["factor_view"] == "own_factors"
+    prompts = _linguist_debate_prompts(server)
+    assert prompts and all('"factor": "Naturalness", "score"' in p for p in prompts)
+    assert not any('"factor": "Novelty"' in p for p in prompts)
+    page = _page(run, log_submission, client=client, user=researcher)
+    assert "Debate form: <code>own_factors</code>" in page
+    assert "only its own three factors" in page
+
+    variant = llm_server(core_answer)
+    other = succeeded(core_run(log_submission, variant, debate={"factor_view": "all_scores"}))
+    assert other.config["debate"]["factor_view"] == "all_scores"
+    assert all('"factor": "Novelty", "yours": false' in p
+               for p in _linguist_debate_prompts(variant))
+    assert "Debate form: <code>all_scores</code>" in _page(other, log_submission, client=client,
+                                                             user=researcher)
+
+
 def test_a_priced_model_reports_its_cost_in_dollars(llm_server, log_submission, client,
                                                      researcher):
     server = llm_server(core_answer)

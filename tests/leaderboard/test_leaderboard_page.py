@@ -139,7 +139,7 @@ def test_exports_carry_every_number_with_ci_rank_and_run(client, board_world):
     assert recall["ci_low"] and recall["rank"] == "1" and recall["config_hash"] == run.config_hash
     assert {r["system_slug"] for r in rows} == {"echo", "baseline-reverse"}
     data = json.loads(client.get(url.replace(".csv", ".json")).content)
-    assert data["bootstrap"]["n_resamples"] == 1000 and "significantly better" in data["rank"]
+    assert "bootstrap" not in data and "significantly better" in data["rank"]
     assert {r["metric"] for r in data["rows"]} >= {"recall@1", "gs_t70"}  # all columns
 
 

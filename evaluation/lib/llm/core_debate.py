@@ -30,6 +30,19 @@ from evaluation.lib.llm.judging import (
 
 DEBATE_SCORE_RANGE = (0, 100)
 
+# What each role sees of the factor results (``DebateSettings.factor_view``), with the text the
+# run page prints for it.
+FACTOR_VIEWS = {
+    "own_factors": "each role sees only its own three factors' scores and reasons (as published)",
+    "all_scores": "each role sees all twelve scores and its own factors' reasons (variant)",
+}
+
+
+def stored_factor_view(debate_config: Mapping[str, Any]) -> str:
+    """The factor view a run's stored debate config used; configs written before the setting
+    existed (issue 30) had every role see all scores."""
+    return str(debate_config.get("factor_view") or "all_scores")
+
 
 @dataclass(frozen=True)
 class DebateSettings:
@@ -44,6 +57,15 @@ class DebateSettings:
       Table 21 shows the same growth); each statement is cut to ``max_statement_chars``, which
       bounds the growth per round by 4 × that cap.
     - ``"latest_round"``: only the previous round's statements; constant prompt size.
+
+    ``factor_view``: which factor results a role sees (recorded in the run's config).
+    - ``"own_factors"`` (default, as published): each role gets the scores and reasons of its own
+      three factors only — CoRE §4.2, Round 1: "We provide each role with the factor-wise scores
+      and corresponding reasons relevant to their interests"; Fig. 1: "each agent receives inputs
+      corresponding to the specific factors associated with its designated role".
+    - ``"all_scores"``: a variant (Concord's form before issue 30): all twelve scores go to every
+      role, the reasons only for its own factors. Kept to reproduce earlier runs and to study
+      whether seeing the other factors moves the roles towards each other.
     """
 
     max_rounds: int = 4
@@ -53,10 +75,16 @@ class DebateSettings:
     max_rationale_chars: int = 1500
     domain: str = "films and books"
     max_reasks: int = DEFAULT_MAX_REASKS
+    factor_view: str = "own_factors"
 
     def __post_init__(self) -> None:
         if self.buffer not in ("all_rounds", "latest_round"):
             raise ValueError(f"unknown debate buffer mode {self.buffer!r}")
+        if self.factor_view not in FACTOR_VIEWS:
+            raise ValueError(
+                f"unknown debate factor view {self.factor_view!r}; "
+                f"choose one of {', '.join(FACTOR_VIEWS)}"
+            )
         if self.max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
 
@@ -145,9 +173,7 @@ class DebateResult:
 
 
 _DEBATE_TASK = """\
-Several evaluators, you among them, have examined a conversational recommender system. The \
-evaluation report in <evaluation_result> gives each factor a score from 0 (worst) to 4 (best); \
-you answer for the factors marked as yours.
+Several evaluators, you among them, have examined a conversational recommender system. {report}
 
 Together you must settle on an overall score from 0 to 100 saying how likely you would be to use \
 this system: 0 means you would never use it in any situation, 100 means it would always be your \
@@ -156,6 +182,13 @@ affect your willingness to use the system.
 
 The conversation is shown below. Its <history> part is earlier context only; the system is judged \
 on its <system> turns in the <interaction> part."""
+
+_REPORT_TEXT = {
+    "own_factors": "The evaluation report in <evaluation_result> gives the factors you are "
+    "responsible for a score from 0 (worst) to 4 (best) with its reason.",
+    "all_scores": "The evaluation report in <evaluation_result> gives each factor a score from 0 "
+    "(worst) to 4 (best); you answer for the factors marked as yours.",
+}
 
 _ROUND_ONE = (
     "This is the first round. Give your own overall score and a statement justifying it, from "
@@ -191,9 +224,9 @@ def build_debate_messages(
 ) -> list[dict[str, str]]:
     """Messages for one role in one round. ``discussion`` = earlier rounds' turns, oldest first."""
     sections = [
-        _DEBATE_TASK,
+        _DEBATE_TASK.format(report=_REPORT_TEXT[settings.factor_view]),
         render_log(as_log(log), item_names=item_names),
-        _render_evaluation_result(factor_results, role, settings.max_rationale_chars),
+        _render_evaluation_result(factor_results, role, settings),
     ]
     visible = _visible_discussion(discussion, settings)
     if visible:
@@ -220,22 +253,27 @@ def _visible_discussion(
 
 
 def _render_evaluation_result(
-    results: Mapping[str, FactorResult], role: DebateRole, max_chars: int
+    results: Mapping[str, FactorResult], role: DebateRole, settings: DebateSettings
 ) -> str:
-    # All twelve scores go to every role; rationales only for the role's own three factors, as in
-    # CoRE ("scores and reasons relevant to their interests"), which also bounds the
-    # prompt.
+    # "own_factors" (CoRE §4.2): only the role's own three factors, score and reason.
+    # "all_scores" (variant): every score, marked "yours" or not; reasons only for its own.
+    own_only = settings.factor_view == "own_factors"
     entries = []
     for guideline in FACTOR_GUIDELINES:
+        yours = guideline.key in role.focus
+        if own_only and not yours:
+            continue
         result = results.get(guideline.key)
-        entry: dict[str, Any] = {"factor": guideline.name, "yours": guideline.key in role.focus}
+        entry: dict[str, Any] = {"factor": guideline.name}
+        if not own_only:
+            entry["yours"] = yours
         if result is None or result.score is None:
             entry["score"] = None
             entry["note"] = "not available: the evaluation of this factor failed"
         else:
             entry["score"] = result.score
-            if guideline.key in role.focus:
-                entry["reason"] = _clip(result.rationale, max_chars)
+            if yours:
+                entry["reason"] = _clip(result.rationale, settings.max_rationale_chars)
         entries.append(entry)
     body = "\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries)
     return f"<evaluation_result>\n{body}\n</evaluation_result>"

@@ -34,7 +34,7 @@ import math
 import os
 from collections.abc import Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -58,6 +58,11 @@ ELO_INITIAL = 1000.0
 OUTCOMES = ("a", "b", "tie", "both_bad")
 _OUTCOME_SCORES = {"a": 1.0, "b": 0.0, "tie": 0.5, "both_bad": 0.5}
 METHODS = ("elo", "bt")
+# A system with fewer votes than this gets no rating interval and no rank interval (issue 30:
+# one vote gave Elo "1008.0 [1008.0, 1008.0]" and rank interval 1–1). Resampling fewer than 10
+# outcomes has too few distinct results for a percentile interval to mean anything (with one
+# vote every resample that holds it replays the same game); docs/statistics.md, "Arena".
+MIN_VOTES_FOR_INTERVAL = 10
 METHOD_NAMES = {"elo": "elo", "bt": "bradley_terry"}
 NO_MLE = (
     "the maximum-likelihood ratings are unbounded: some group of systems never won "
@@ -400,6 +405,7 @@ class SystemRating:
     wins: int
     losses: int
     ties: int
+    ci_note: str | None = None  # why this system has no interval (too few votes of its own)
 
 
 @dataclass(frozen=True)
@@ -504,13 +510,22 @@ def arena_table(
     def number(values, s, kind=float):
         return kind(values[s]) if np.isfinite(values[s]) else None
 
-    rows = [SystemRating(name, number(point, s), number(low, s), number(high, s),
-                         number(ranks, s, int), number(rank_low, s, int),
-                         number(rank_high, s, int), **counts[s])
+    rows = [_with_vote_floor(SystemRating(
+                name, number(point, s), number(low, s), number(high, s), number(ranks, s, int),
+                number(rank_low, s, int), number(rank_high, s, int), **counts[s]))
             for s, name in enumerate(encoded.names)]
     rows.sort(key=lambda row: (row.rating is None, -(row.rating or 0.0), str(row.system)))
     return ArenaTable(method, rows, len(votes), params, valid, reason, pairwise_win_rates(encoded),
                       note)
+
+
+def _with_vote_floor(row: SystemRating) -> SystemRating:
+    """ROW without its interval and rank interval when its system has too few votes."""
+    if row.votes >= MIN_VOTES_FOR_INTERVAL or row.rating is None:
+        return row
+    note = (f"too few votes for an interval: {row.votes} of the {MIN_VOTES_FOR_INTERVAL} a "
+            "system needs")
+    return replace(row, ci_low=None, ci_high=None, rank_low=None, rank_high=None, ci_note=note)
 
 
 def _too_few_votes(valid: int, n_resamples: int, confidence: float) -> str | None:
@@ -535,7 +550,8 @@ def _estimates(table: ArenaTable) -> dict[Hashable, Estimate]:
             out[row.system] = Estimate.undefined(table.undefined_reason or NO_MLE, method=method,
                                                  n=n, params=params)
         else:
-            extra = {"ci_note": table.ci_note} if table.ci_note else {}
+            note = row.ci_note or table.ci_note
+            extra = {"ci_note": note} if note else {}
             out[row.system] = Estimate(row.rating, row.ci_low, row.ci_high, n=n, method=method,
                                        params={**params, **extra})
     return out

@@ -22,6 +22,7 @@ from evaluation.lib.stats.clustered import (
     MEAN_METHOD,
     ascending_string_labels,
     mean_intervals,
+    mean_method,
 )
 from evaluation.lib.stats.results import Estimate
 
@@ -81,12 +82,14 @@ def cluster_mean_from_sums(
 
     CLUSTERS are the dialogue ids (any order: the sums are taken in the ids' order, so the
     result does not depend on it). Clusters with no unit are ignored. ``bounds``: the metric's
-    range, to cut the interval to.
+    range (both sides finite: the logit-scale interval, method ``cluster_t_logit_mean``).
     """
-    params = {"confidence": confidence, "interval": "jackknife_t"}
+    method = mean_method(bounds)
+    params = {"confidence": confidence,
+              "interval": "jackknife_t" if method == METHOD else "jackknife_t_logit"}
     sum_array, count_array = _in_cluster_order(clusters, sums, counts)
     if not len(count_array):
-        return Estimate.undefined("no unit has a value", method=METHOD, params=params)
+        return Estimate.undefined("no unit has a value", method=method, params=params)
     means, low, high, _ = mean_intervals(
         sum_array[None, :], count_array[None, :], confidence=confidence, bounds=bounds
     )
@@ -94,7 +97,7 @@ def cluster_mean_from_sums(
     if len(count_array) < 2:
         params["ci_note"] = "one dialogue: no interval"
     return Estimate(float(means[0]), low[0], high[0],
-                    n={"units": units, "clusters": len(count_array)}, method=METHOD,
+                    n={"units": units, "clusters": len(count_array)}, method=method,
                     params=params)
 
 

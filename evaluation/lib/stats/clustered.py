@@ -27,12 +27,15 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from evaluation.lib.stats.results import Estimate, RankedSystem
 
 DEFAULT_CONFIDENCE = 0.95
 MEAN_METHOD = "cluster_t_mean"
+# The mean of a metric bounded on both sides (e.g. a share in [0, 1]): the same jackknife-t
+# interval built on the logit scale of the range, so it never leaves the range (issue 30).
+BOUNDED_MEAN_METHOD = "cluster_t_logit_mean"
 DIFFERENCE_METHOD = "cluster_t_difference"
 RANK_METHOD = "holm_tie_aware_rank"
 MULTIPLICITY = "holm"
@@ -118,11 +121,23 @@ def _jackknife_variance(deviation_sum, deviation_square_sum, g, scale=None):
     return np.where(g >= 2, variance, np.nan)
 
 
+def is_bounded(bounds) -> bool:
+    """Whether a metric range (low, high) is finite on both sides."""
+    return (bounds is not None and bounds[0] is not None and bounds[1] is not None
+            and np.isfinite(bounds[0]) and np.isfinite(bounds[1]) and bounds[1] > bounds[0])
+
+
+def mean_method(bounds) -> str:
+    """The method of a mean's interval for a metric of range BOUNDS."""
+    return BOUNDED_MEAN_METHOD if is_bounded(bounds) else MEAN_METHOD
+
+
 def mean_intervals(sums, counts, *, confidence: float = DEFAULT_CONFIDENCE, bounds=None):
     """Per system: mean, CI low, CI high and the number of dialogues (vectorised over rows).
 
-    ``bounds`` = (low, high) of the metric's range (None for unbounded sides): the interval is
-    cut to it, since a share cannot be below 0 (this never lowers coverage).
+    ``bounds`` = (low, high) of the metric's range (None for unbounded sides). Bounded on both
+    sides: the logit-scale interval (``logit_intervals``), inside the range by construction.
+    One side only: the interval is cut to it.
     """
     means, deviations, present = leave_one_out_deviations(sums, counts)
     g = present.sum(axis=1).astype(float)
@@ -130,7 +145,11 @@ def mean_intervals(sums, counts, *, confidence: float = DEFAULT_CONFIDENCE, boun
     shares = variance_shares(counts)
     df = effective_df(shares.sum(axis=1), (shares**2).sum(axis=1))
     with np.errstate(invalid="ignore"):
-        half = t_quantile(df, confidence) * np.sqrt(variance)
+        quantile = t_quantile(df, confidence)
+        half = quantile * np.sqrt(variance)
+    if is_bounded(bounds):
+        low, high = logit_intervals(means, variance, quantile, g, bounds, confidence)
+        return means, low, high, g.astype(int)
     low, high = means - half, means + half
     if bounds is not None:
         floor, ceiling = bounds
@@ -139,6 +158,30 @@ def mean_intervals(sums, counts, *, confidence: float = DEFAULT_CONFIDENCE, boun
         if ceiling is not None:
             high = np.minimum(high, ceiling)
     return means, low, high, g.astype(int)
+
+
+def logit_intervals(means, variance, quantile, g, bounds, confidence=DEFAULT_CONFIDENCE):
+    """The jackknife-t interval on the logit scale of the range [a, b] (delta method).
+
+    x = (mean − a)/(b − a); SE_logit = SE / ((b − a) x (1 − x)); the interval is
+    a + (b − a) · expit(logit(x) ± t × SE_logit). A mean on a bound (every unit there) has no
+    logit: its interval is the Clopper–Pearson interval of G successes in G dialogues,
+    [a + (b − a)((1 − confidence)/2)^(1/G), b] (and its mirror at a). NaN for G < 2.
+    """
+    floor, ceiling = float(bounds[0]), float(bounds[1])
+    width = ceiling - floor
+    x = (np.asarray(means, dtype=float) - floor) / width
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        centre = special.logit(x)
+        spread = quantile * np.sqrt(variance) / (width * x * (1.0 - x))
+        low = floor + width * special.expit(centre - spread)
+        high = floor + width * special.expit(centre + spread)
+        edge = ((1.0 - confidence) / 2.0) ** (1.0 / g)
+    at_ceiling, at_floor = x >= 1.0, x <= 0.0
+    low = np.where(at_ceiling, floor + width * edge, np.where(at_floor, floor, low))
+    high = np.where(at_floor, ceiling - width * edge, np.where(at_ceiling, ceiling, high))
+    undefined = (g < 2) | ~np.isfinite(variance)
+    return np.where(undefined, np.nan, low), np.where(undefined, np.nan, high)
 
 
 def pairwise_tests(sums, counts, *, with_df: bool = False):
@@ -306,17 +349,19 @@ def cluster_mean(
     Missing values (None/NaN) are left out. n counts units and clusters (dialogues); with one
     dialogue the mean has no interval. ``bounds``: the metric's range, to cut the interval to.
     """
-    params = _params(confidence)
+    method = mean_method(bounds)
+    params = _params(confidence, **({"interval": "jackknife_t_logit"}
+                                    if method == BOUNDED_MEAN_METHOD else {}))
     array, kept = _finite_rows(values, clusters)
     if array.size == 0:
-        return Estimate.undefined("no unit has a value", method=MEAN_METHOD, params=params)
+        return Estimate.undefined("no unit has a value", method=method, params=params)
     _, distinct = encode_labels(kept)
     sums, counts = _tables([(array, kept)], distinct)
     means, low, high, g = mean_intervals(sums, counts, confidence=confidence, bounds=bounds)
     n = {"units": int(array.size), "clusters": len(distinct)}
     if g[0] < 2:
         params["ci_note"] = "one dialogue: no interval"
-    return Estimate(float(means[0]), low[0], high[0], n=n, method=MEAN_METHOD, params=params)
+    return Estimate(float(means[0]), low[0], high[0], n=n, method=method, params=params)
 
 
 def paired_cluster_difference(

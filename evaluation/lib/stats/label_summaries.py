@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.lib.stats.alpha import is_missing
-from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.results import Estimate
 
@@ -83,15 +83,14 @@ def citation_precision(
     *,
     quote_dialogues: Mapping[Hashable, Hashable] | None = None,
     tie_label: str = PARTIAL,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict[Hashable, Estimate]:
     """Per system: quotes whose majority label is Supported / all its quotes (40/44 = 0.909).
 
     Each quote's label is the majority of its annotators' labels; a tie becomes ``tie_label``
     (Partial, the guidelines' answer when unsure), so Partial counts against precision. With
-    ``quote_dialogues`` the CI is a cluster bootstrap over dialogues.
+    ``quote_dialogues`` the CI is the studentized cluster (jackknife-t) interval over dialogues
+    on the logit scale of [0, 1] (``cluster_mean`` with bounds (0, 1)); no random draws.
     """
     votes = majority_vote(
         {
@@ -135,7 +134,7 @@ def citation_precision(
                 clustered.ci_high,
                 n={**n, "dialogues": clustered.n["clusters"]},
                 method=estimate.method,
-                params={**estimate.params, **clustered.params, "resampled": "dialogues"},
+                params={**estimate.params, **clustered.params, "clusters": "dialogues"},
             )
         results[system] = estimate
     return results

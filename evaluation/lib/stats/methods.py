@@ -8,10 +8,17 @@ to every number, how it was computed.
 
 from __future__ import annotations
 
+from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+# Only the arena's ratings use a bootstrap (evaluation/lib/stats/arena.py, n_resamples and seed
+# defaulting to these constants); the texts are built from the same constants.
 _BOOTSTRAP = (
-    "The 95% interval is a percentile bootstrap: B = 1000 resamples with replacement drawn from a "
-    "fixed seed (42), reading the 2.5th and 97.5th percentiles with linear interpolation."
+    f"The 95% interval is a percentile bootstrap: B = {DEFAULT_RESAMPLES:,} resamples with "
+    f"replacement drawn from a fixed seed ({DEFAULT_SEED}), reading the 2.5th and 97.5th "
+    "percentiles with linear interpolation."
 )
+# The draws of the study report's sample-efficiency curve (annotation/lib/reports.py uses it).
+SAMPLE_EFFICIENCY_REPEATS = 100
 
 METHOD_DESCRIPTIONS: dict[str, str] = {
     "krippendorff_alpha": (
@@ -92,8 +99,11 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "Per system: each quoted span gets the majority label of its annotators (Supported, "
         "Partial, Not supported; a tie counts as Partial, the guidelines' answer when unsure); "
         "precision = Supported quotes / all quotes, e.g. 40 / 44 = 0.909. Partial counts "
-        "against precision. When quotes carry their dialogue, the CI is a cluster bootstrap "
-        "over dialogues. " + _BOOTSTRAP
+        "against precision. When quotes carry their dialogue (the study report), the 95% CI "
+        "is the studentized cluster interval over dialogues on the logit scale, as for "
+        "cluster_t_logit_mean: the share is recomputed without each dialogue in turn, and the "
+        "interval is expit(logit(p) ± t × SE / (p(1 − p))) with SE the jackknife standard "
+        "error; no random draws. Without dialogues there is no interval."
     ),
     "mean_pairwise_jaccard": (
         "Blind recommendation: for every pair of annotators on the same dialogue, the Jaccard "
@@ -134,8 +144,9 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
     ),
     "sample_efficiency": (
         "System-ranking correlation against the human ranking (all human-rated dialogues) when "
-        "the metric sees only k dialogues per system, drawn without replacement; repeated 200 "
-        "times per k from a fixed seed, reporting the mean and the 2.5–97.5 percentile range."
+        "the metric sees only k dialogues per system, drawn without replacement; repeated "
+        f"{SAMPLE_EFFICIENCY_REPEATS} times per k from a fixed seed ({DEFAULT_SEED}), reporting "
+        "the mean and the 2.5–97.5 percentile range of the draws."
     ),
     "correlation_jackknife_ci": (
         "A correlation with a studentized cluster interval: the coefficient is recomputed "
@@ -156,14 +167,38 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "is recomputed without each dialogue in turn (delete-one-cluster jackknife, because "
         "turns of one dialogue are correlated), and the interval is mean ± t_{G−1, 0.975} × "
         "SE, SE² = (G − 1)/G × Σ (mean_(−g) − their average)², over the G dialogues with "
-        "values; it is cut to the metric's range. For dialogues of equal length this is the "
-        "t-interval of the dialogue means. Coverage is measured by bench_calibration."
+        "values; a metric bounded on one side only has it cut there (a metric bounded on "
+        "both sides gets cluster_t_logit_mean instead). For dialogues of equal length this is "
+        "the t-interval of the dialogue means. Coverage is measured by bench_calibration."
+    ),
+    "cluster_t_logit_mean": (
+        "A mean of a metric bounded on both sides, range [a, b] (e.g. a share in [0, 1]): the "
+        "studentized cluster interval of cluster_t_mean built on the logit scale, so it never "
+        "leaves the range. With x = (mean − a)/(b − a) and SE the delete-one-dialogue "
+        "jackknife standard error of the mean, the interval is a + (b − a) × "
+        "expit(logit(x) ± t_{df, 0.975} × SE / ((b − a) x (1 − x))) (delta method). A mean on "
+        "a bound (every unit there) has no logit: its interval is the Clopper–Pearson "
+        "interval of G successes in G dialogues, [a + (b − a) × 0.025^(1/G), b] (and its "
+        "mirror at a). It covered 0.975, 0.964, 0.955 of a mean of 0.3 and 0.978, 0.980, "
+        "0.961 of a share of 0.95 at 10, 30, 100 dialogues (bench_calibration)."
     ),
     "cluster_t_difference": (
         "Difference mean(A) − mean(B) over the dialogues both systems answered, with the same "
         "jackknife-t interval applied to the difference (both means recomputed without each "
         "dialogue); significant when the 95% interval excludes 0, i.e. p < 0.05. For dialogues "
         "of equal length it is the per-dialogue paired t-test."
+    ),
+    "cluster_randomisation_difference": (
+        "Difference mean(A) − mean(B) (unit-weighted) over the dialogues both systems "
+        "answered, when they share 6 to 12 dialogues (the compare page and manage.py compare): "
+        "an exact randomisation test over dialogues. Under no difference A's and B's values "
+        "of one dialogue are exchangeable, so each of the 2^G ways of swapping them within "
+        "dialogues is as likely as the data; the two-sided mid-p-value is the share of swaps "
+        "whose |difference| exceeds the observed one plus half the share that equals it, and "
+        "the 95% interval is every shift δ not rejected once δ is taken off A's values "
+        "(bisection). Significant when p ≤ 0.05. No random draws. It replaced the "
+        "jackknife-t there, whose df correction made it reject too rarely at 10 dialogues "
+        "of unequal length (bench_calibration)."
     ),
     "holm_tie_aware_rank": (
         "A system's rank is 1 + the number of systems significantly better than it on that "
@@ -184,7 +219,8 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "a tie and E_A = 1 / (1 + 10^((R_B − R_A) / 400)). CI: votes resampled with replacement "
         "and replayed in time order. " + _BOOTSTRAP + " The interval is the spread of this "
         "order-dependent number, not an interval for a system's strength: Elo's expectation "
-        "depends on the number and order of votes (use Bradley–Terry for strength)."
+        "depends on the number and order of votes (use Bradley–Terry for strength). A system with "
+        "fewer than 10 votes gets no interval and no rank interval."
     ),
     "bradley_terry": (
         "Bradley–Terry maximum likelihood: P(i beats j) = 1 / (1 + e^(θ_j − θ_i)), ties as half "
@@ -192,11 +228,37 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "strength (mean 1000). Undefined when some group of systems never won against the "
         "rest (the likelihood has no maximum). CI: votes resampled with replacement. " + _BOOTSTRAP
         + " Resamples without an MLE are skipped; when more than 5% are, there is no interval "
-        "(too few votes: the skipped resamples are the extreme ones). It covered the true "
+        "(too few votes: the skipped resamples are the extreme ones); a system with fewer "
+        "than 10 votes gets none either. It covered the true "
         "Bradley–Terry rating 94.5–94.8% of the time in simulated arenas of 9 systems and "
         "100–1,000 votes (bench_calibration)."
     ),
 }
+
+
+# --- which interval a method text describes ------------------------------------------------------
+
+# Every kind of interval an estimate can record (``params["interval"]``; an estimate with
+# ``n_resamples`` in its params is a percentile bootstrap) and the words a method text must use for
+# it: a test checks that the text printed next to each number names the interval the function
+# computed (issue 30: citation precision's text said "bootstrap" over a jackknife-t interval).
+INTERVAL_PHRASES: dict[str, str] = {
+    "jackknife_t": "jackknife",
+    "jackknife_t_logit": "logit scale",
+    "jackknife_fisher_z_t": "jackknife",
+    "jackknife_root_icc_z_t": "studentized jackknife",
+    "profile_likelihood_beta_binomial_t": "profile-likelihood",
+    "dirichlet_multinomial_test_inversion_mid_p": "test-inversion",
+    "percentile_bootstrap": "percentile bootstrap",
+    "randomisation_over_dialogues": "randomisation test over dialogues",
+}
+
+
+def interval_kind(params: dict) -> str | None:
+    """The kind of interval an estimate's PARAMS record (a key of INTERVAL_PHRASES), or None."""
+    if params.get("interval"):
+        return str(params["interval"])
+    return "percentile_bootstrap" if "n_resamples" in params else None
 
 
 # --- versions of the stored intervals (statistics.md "Stored intervals and their method") -------
@@ -208,8 +270,11 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
 # and the pages mark it "computed with an older method" until then. Version 0 is a row stored
 # before the method was recorded.
 INTERVAL_VERSIONS: dict[str, int] = {
-    # 1: percentile cluster bootstrap (before issue 19); 2: studentized cluster jackknife-t
-    "cluster_t_mean": 2,
+    # 1: percentile cluster bootstrap (before issue 19); 2: studentized cluster jackknife-t;
+    # 3: a metric bounded on both sides moves to cluster_t_logit_mean (issue 30)
+    "cluster_t_mean": 3,
+    # 1: jackknife-t on the logit scale of the range, Clopper–Pearson on a bound (issue 30)
+    "cluster_t_logit_mean": 1,
     # 1: paired percentile bootstrap per pair; 2: jackknife-t tests, Holm over all pairs
     "holm_tie_aware_rank": 2,
     # 1: turns resampled independently; 2: dialogue jackknife on Fisher's z, Holm
@@ -222,9 +287,10 @@ INTERVAL_VERSIONS: dict[str, int] = {
     # inversion
     "krippendorff_alpha": 7,
     # 1: percentile bootstrap, replicates without an MLE skipped; 2: no interval when more
-    # than 5% of the replicates have no MLE
-    "bradley_terry": 2,
-    "elo": 1,
+    # than 5% of the replicates have no MLE; 3: none for a system with < 10 votes (issue 30)
+    "bradley_terry": 3,
+    # 1: percentile bootstrap over votes; 2: no interval for a system with < 10 votes
+    "elo": 2,
 }
 OLDER_METHOD = "computed with an older method; manage.py recompute_intervals updates it"
 

@@ -2,8 +2,9 @@
 Trace runs (statistics.md "Comparing systems"; Trace §7.1, appendix K.3 and L).
 
 For every metric: mean(A) − mean(B) with its paired studentized cluster (jackknife-t) 95% CI
-over the dialogues both runs scored (the compare page's), whether the CI excludes 0, and the
-per-dialogue paired t-test.
+over the dialogues both runs scored (the compare page's; with 6–12 shared dialogues the exact
+randomisation test over dialogues and its interval, method column "rand."), whether it is
+significant, and the per-dialogue paired t-test.
 """
 
 import json
@@ -56,6 +57,9 @@ class Command(BaseCommand):
         return run
 
 
+METHOD_LABELS = {"cluster_t_difference": "jk-t", "cluster_randomisation_difference": "rand."}
+
+
 def _n(value, digits=3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -64,7 +68,7 @@ def format_comparison(runs, rows) -> str:
     a, b = (run.submission.system.name for run in runs)
     lines = [f"A = {a} (run {runs[0].pk}), B = {b} (run {runs[1].pk}); difference = A − B",
              f"{'metric':<28} {'A':>7} {'B':>7} {'A − B':>7}  {'95% CI':<19} {'sig':<4} "
-             f"{'better':<6} {'t':>7} {'p':>8}  dialogues"]
+             f"{'better':<6} {'t':>7} {'p':>8}  dialogues  method"]
     for row in rows:
         if row["difference"] is None:
             lines.append(f"{row['metric']:<28} {row['undefined_reason']}")
@@ -75,6 +79,7 @@ def format_comparison(runs, rows) -> str:
         lines.append(
             f"{row['metric']:<28} {_n(row['mean_a']):>7} {_n(row['mean_b']):>7} "
             f"{_n(row['difference']):>7}  {ci:<19} {'yes' if row['significant'] else 'no':<4} "
-            f"{better:<6} {_n(t['t'], 2):>7} {_n(t['p_value'], 4):>8}  {row['shared_dialogues']}"
+            f"{better:<6} {_n(t['t'], 2):>7} {_n(t['p_value'], 4):>8}  "
+            f"{row['shared_dialogues']:>9}  {METHOD_LABELS.get(row.get('method'), '')}"
         )
     return "\n".join(lines)

@@ -89,6 +89,10 @@ class Command(BaseCommand):
         core.add_argument("--debate-buffer", choices=["all_rounds", "latest_round"],
                           default="all_rounds", help="what later rounds see: every earlier "
                           "round (CoRE; the prompt grows linearly) or the latest one only")
+        core.add_argument("--debate-factors", choices=["own_factors", "all_scores"],
+                          default="own_factors", help="what each role sees of the factor "
+                          "results: its own three factors' scores and reasons (CoRE §4.2) or "
+                          "all twelve scores with its own reasons (variant)")
         face = parser.add_argument_group("FACE")
         face.add_argument("--instructions", action="append", default=[], metavar="VERSION",
                           help="an optimized instruction set, e.g. relevance-v1 (repeatable, "
@@ -194,7 +198,8 @@ class Command(BaseCommand):
                               if opts["debate_model"] else None),
                 judges=[llm_model_options(opts, judge) for judge in opts["judges"]],
                 human_study=opts["human_study"], debate={"max_rounds": opts["max_rounds"],
-                                                 "buffer": opts["debate_buffer"]},
+                                                 "buffer": opts["debate_buffer"],
+                                                 "factor_view": opts["debate_factors"]},
                 use_debate=not opts["no_debate"], max_reasks=opts["max_reasks"],
                 splits=opts["splits"], enqueue=opts["worker"], face=face,
                 limit=opts["limit"], stop_after=opts["stop_after"],

@@ -153,12 +153,38 @@ def test_later_rounds_see_the_earlier_statements_and_round_one_sees_none(llm_ser
             assert f"{name} thinks the system deserves {score}." in prompt
 
 
-def test_roles_get_the_log_all_twelve_scores_and_the_rationales_of_their_own_factors():
-    role = DEBATE_ROLES[2]  # the linguist
-    prompt = "\n".join(
+def _prompt(role, settings: DebateSettings | None = None) -> str:
+    return "\n".join(
         m["content"]
-        for m in build_debate_messages(REALISTIC_LOG, FACTOR_RESULTS, role, round_number=1)
+        for m in build_debate_messages(
+            REALISTIC_LOG, FACTOR_RESULTS, role, round_number=1,
+            settings=settings or DebateSettings(),
+        )
     )
+
+
+def test_by_default_each_role_sees_only_its_own_factors_scores_and_reasons_as_published():
+    # CoRE §4.2, Round 1: "the factor-wise scores and corresponding reasons relevant to their
+    # interests"; Fig. 1: "inputs corresponding to the specific factors associated with its role".
+    for role in DEBATE_ROLES:
+        prompt = _prompt(role)
+        shown = [g for g in FACTOR_GUIDELINES if f'"factor": "{g.name}"' in prompt]
+        assert [g.key for g in shown] == [g.key for g in FACTOR_GUIDELINES if g.key in role.focus]
+        assert len(shown) == 3
+        for guideline in shown:
+            result = FACTOR_RESULTS[guideline.key]
+            assert (
+                f'{{"factor": "{guideline.name}", "score": {result.score}, '
+                f'"reason": "{result.rationale}"}}' in prompt
+            )
+        others = [g for g in FACTOR_GUIDELINES if g.key not in role.focus]
+        assert not any(f"Rationale for {g.name}:" in prompt for g in others)
+        assert '"yours"' not in prompt and "factors you are responsible for" in prompt
+
+
+def test_the_all_scores_variant_gives_every_score_and_the_reasons_of_the_own_factors():
+    role = DEBATE_ROLES[2]  # the linguist
+    prompt = _prompt(role, DebateSettings(factor_view="all_scores"))
 
     assert "YOUR ROLE: Linguist" in prompt
     assert "That is Finding Nemo (2003)!" in prompt
@@ -167,6 +193,11 @@ def test_roles_get_the_log_all_twelve_scores_and_the_rationales_of_their_own_fac
         has_rationale = f"Rationale for {guideline.name}:" in prompt
         assert has_rationale == (guideline.key in role.focus)
     assert '"factor": "Naturalness", "yours": true' in prompt
+
+
+def test_an_unknown_factor_view_is_refused():
+    with pytest.raises(ValueError, match="unknown debate factor view 'everything'"):
+        DebateSettings(factor_view="everything")
 
 
 def test_malformed_replies_are_reasked_and_a_failed_role_keeps_its_previous_score(

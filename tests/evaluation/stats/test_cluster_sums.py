@@ -1,6 +1,8 @@
 """The cluster interval from per-dialogue sums (a run spread over workers) against the one from
 unit values: the same mean, the same CI bounds, the same sample std."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -39,12 +41,16 @@ def test_the_same_estimate_and_ci_as_from_unit_values(seed):
 
 def test_by_hand_and_edge_cases():
     # Two dialogues: a = (1, 0) and b = (1,): mean 2/3 over three units. Without a: 1; without
-    # b: 1/2; jackknife SE = sqrt(1/2 · (0.25² + 0.25²)) = 0.25, df 1 (two dialogues), cut to
-    # [0, 1] as bounds ask.
+    # b: 1/2; jackknife SE = sqrt(1/2 · (0.25² + 0.25²)) = 0.25, df 1 (two dialogues). Bounded
+    # to [0, 1]: on the logit scale, logit(2/3) = ln 2 ± t × 0.25 / (2/3 · 1/3).
     estimate = cluster_mean_from_sums(["b", "a"], [1.0, 1.0], [1, 2], bounds=(0.0, 1.0))
     assert estimate.value == pytest.approx(2 / 3)
     half = 12.706204736174707 * 0.25
-    assert estimate.ci_low == 0.0 and estimate.ci_high == 1.0
+    spread = half / (2 / 9)
+    expit = lambda z: 1 / (1 + math.exp(-z))  # noqa: E731
+    assert estimate.ci_low == pytest.approx(expit(math.log(2) - spread), rel=1e-9)
+    assert estimate.ci_high == pytest.approx(expit(math.log(2) + spread), rel=1e-9)
+    assert estimate.method == "cluster_t_logit_mean"
     assert cluster_mean_from_sums(["b", "a"], [1.0, 1.0], [1, 2]).ci_low == pytest.approx(
         2 / 3 - half)
     assert cluster_mean_from_sums([], [], []).value is None

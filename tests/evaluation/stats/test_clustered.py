@@ -75,11 +75,12 @@ def test_mean_ignores_missing_values_and_one_dialogue_has_no_interval():
 
 
 def test_difference_with_equal_dialogues_is_the_paired_t_test():
+    # 20 dialogues: above the 6–12 where the compare page takes the randomisation test
     rng = np.random.default_rng(0)
-    dialogues = np.repeat(np.arange(12), 3)
-    a, b = rng.normal(size=36), rng.normal(size=36) + 0.3
+    dialogues = np.repeat(np.arange(20), 3)
+    a, b = rng.normal(size=60), rng.normal(size=60) + 0.3
     comparison = compare_systems("A", a, dialogues, "B", b, dialogues)
-    per_a, per_b = a.reshape(12, 3).mean(axis=1), b.reshape(12, 3).mean(axis=1)
+    per_a, per_b = a.reshape(20, 3).mean(axis=1), b.reshape(20, 3).mean(axis=1)
     reference = stats.ttest_rel(per_a, per_b)
     low, high = reference.confidence_interval()
     assert comparison.difference.params["p_value"] == pytest.approx(reference.pvalue)
