@@ -107,3 +107,36 @@ def build_anchored(table: LabelTable, score: ScoreSet, aspect: str, *,
         "ranking": [row.to_dict() for row in ppi.anchored_ranking(results)],
         "differences": differences, "notes": notes,
     }
+
+
+def resampled_coverage(table: LabelTable, score: ScoreSet, aspect: str, *, fraction: float,
+                       seeds: Sequence[int]) -> dict:
+    """How often the PPI++ interval on a seeded share FRACTION of each system's labelled units
+    covers the human mean on all of them (what every label says), and its width against the
+    human-only interval on the same share: per system and over all, for SEEDS draws."""
+    human = table.human_means(aspect)
+    full, _ = _samples(human, score, None, 0)
+    truth = {system: ppi.anchored_mean(sample).human_only.value for system, sample in full.items()}
+    hits: dict[str, list[bool]] = defaultdict(list)
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for seed in seeds:
+        samples, _ = _samples(human, score, fraction, seed)
+        for system, sample in samples.items():
+            result = ppi.anchored_mean(sample)
+            if truth[system] is None or result.ppi.ci_low is None:
+                continue
+            hits[system].append(result.ppi.ci_low <= truth[system] <= result.ppi.ci_high)
+            ratios[system].append((result.ppi.ci_high - result.ppi.ci_low)
+                                  / (result.human_only.ci_high - result.human_only.ci_low))
+
+    def summary(h: list[bool], r: list[float]) -> dict:
+        return {"coverage": sum(h) / len(h) if h else None, "draws": len(h),
+                "width_ratio": sum(r) / len(r) if r else None, "largest_width_ratio":
+                max(r) if r else None}
+    every_hit = [hit for values in hits.values() for hit in values]
+    every_ratio = [ratio for values in ratios.values() for ratio in values]
+    return {"evaluator": score.evaluator, "metric": score.metric, "aspect": aspect,
+            "fraction": fraction, "draws": len(seeds), "overall": summary(every_hit, every_ratio),
+            "systems": {system_display(s): {**summary(hits[s], ratios[s]),
+                                            "n_labelled_all": len(full[s].human)}
+                        for s in sorted(hits)}}

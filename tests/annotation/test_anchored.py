@@ -163,3 +163,29 @@ def test_the_report_shows_and_exports_the_section(client, study, staff, tmp_path
     assert bundled["systems"][0]["ppi"]["mean"] == pytest.approx(expected.ppi.value)
     assert not any(name.startswith("anchored/external-lexical") for name in archive.namelist())
     assert "### ppi_mean" in archive.read("README.md").decode()
+
+
+def test_bench_anchored_counts_coverage_over_resampled_labels(study):
+    from evaluation.lib.stats.ppi import keep_labelled_share
+
+    out = io.StringIO()
+    call_command("bench_anchored", study="anchors", evaluator="judge", aspect="overall",
+                 fraction=[0.5], draws=6, json=True, stdout=out)
+    (result,) = json.loads(out.getvalue())
+    truth = np.mean([HUMAN[u] for u in UNITS[:20]])
+    hits, ratios = [], []
+    for seed in range(6):
+        kept = {unit for _, unit in keep_labelled_share([("", u) for u in UNITS[:20]], 0.5,
+                                                        seed)}
+        expected = _expected(sorted(kept))
+        hits.append(expected.ppi.ci_low <= truth <= expected.ppi.ci_high)
+        ratios.append((expected.ppi.ci_high - expected.ppi.ci_low)
+                      / (expected.human_only.ci_high - expected.human_only.ci_low))
+    system = result["systems"]["Reference / unknown"]
+    assert system["n_labelled_all"] == 20 and system["draws"] == 6
+    assert system["coverage"] == pytest.approx(np.mean(hits))
+    assert system["width_ratio"] == pytest.approx(np.mean(ratios))
+    assert result["overall"]["largest_width_ratio"] <= 1.0
+    with pytest.raises(CommandError, match="every --fraction in"):
+        call_command("bench_anchored", study="anchors", evaluator="judge", aspect="overall",
+                     fraction=[0.0], stdout=io.StringIO())
