@@ -119,6 +119,7 @@ def resampled_coverage(table: LabelTable, score: ScoreSet, aspect: str, *, fract
     truth = {system: ppi.anchored_mean(sample).human_only.value for system, sample in full.items()}
     hits: dict[str, list[bool]] = defaultdict(list)
     ratios: dict[str, list[float]] = defaultdict(list)
+    human_hits: dict[str, list[bool]] = defaultdict(list)
     for seed in seeds:
         samples, _ = _samples(human, score, fraction, seed)
         for system, sample in samples.items():
@@ -126,17 +127,23 @@ def resampled_coverage(table: LabelTable, score: ScoreSet, aspect: str, *, fract
             if truth[system] is None or result.ppi.ci_low is None:
                 continue
             hits[system].append(result.ppi.ci_low <= truth[system] <= result.ppi.ci_high)
-            ratios[system].append((result.ppi.ci_high - result.ppi.ci_low)
-                                  / (result.human_only.ci_high - result.human_only.ci_low))
+            human_hits[system].append(
+                result.human_only.ci_low <= truth[system] <= result.human_only.ci_high)
+            human_width = result.human_only.ci_high - result.human_only.ci_low
+            if human_width > 0:  # not when every kept label is the same
+                ratios[system].append((result.ppi.ci_high - result.ppi.ci_low) / human_width)
 
-    def summary(h: list[bool], r: list[float]) -> dict:
+    def summary(h: list[bool], r: list[float], human_h: list[bool]) -> dict:
         return {"coverage": sum(h) / len(h) if h else None, "draws": len(h),
+                "human_only_coverage": sum(human_h) / len(human_h) if human_h else None,
                 "width_ratio": sum(r) / len(r) if r else None, "largest_width_ratio":
                 max(r) if r else None}
     every_hit = [hit for values in hits.values() for hit in values]
     every_ratio = [ratio for values in ratios.values() for ratio in values]
+    every_human = [hit for values in human_hits.values() for hit in values]
     return {"evaluator": score.evaluator, "metric": score.metric, "aspect": aspect,
-            "fraction": fraction, "draws": len(seeds), "overall": summary(every_hit, every_ratio),
-            "systems": {system_display(s): {**summary(hits[s], ratios[s]),
+            "fraction": fraction, "draws": len(seeds),
+            "overall": summary(every_hit, every_ratio, every_human),
+            "systems": {system_display(s): {**summary(hits[s], ratios[s], human_hits[s]),
                                             "n_labelled_all": len(full[s].human)}
                         for s in sorted(hits)}}

@@ -55,5 +55,6 @@ class Command(BaseCommand):
             overall = result["overall"]
             self.stdout.write(
                 f"{evaluator} {metric} on {aspect}, {result['fraction']:.0%} of the labels, "
-                f"{result['draws']} draws: coverage {overall['coverage']:.3f}, width ratio "
+                f"{result['draws']} draws: coverage {overall['coverage']:.3f} (human only "
+                f"{overall['human_only_coverage']:.3f}), width ratio "
                 f"{overall['width_ratio']:.3f} (largest {overall['largest_width_ratio']:.3f})")

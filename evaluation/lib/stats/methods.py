@@ -200,29 +200,29 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "Human-anchored mean (PPI++, Angelopoulos, Duchi & Zrnic 2024): θ = λ × the evaluator's "
         "mean over the units humans did not label + the mean of (human − λ × evaluator) over "
         "the labelled units, unbiased for the human mean for any λ, whatever the evaluator's "
-        "scale. λ minimises the estimated variance (power tuning), clipped to [0, 1]: λ = 0 is "
-        "the human-only mean. The variance is cluster-robust (one influence value per "
-        "dialogue, labelled and unlabelled units of a dialogue together, times G/(G − 1), G "
-        "the dialogues holding labelled units) and the 95% interval is θ ± t(G − 1) × SE, so it "
-        "is never wider than the human-only interval. Effective labels = n × Var(human-only) "
-        "/ Var(PPI++). Coverage is measured by bench_calibration."
+        "scale. λ minimises the dialogue-clustered variance (power tuning), clipped to [0, 1]: "
+        "λ = 0 is the human-only mean. The 95% interval is θ ± t × SE, SE from a stratified "
+        "delete-one-dialogue jackknife (labelled dialogues, and the others; λ re-tuned in each) "
+        "and t with the Bell–McCaffrey df of the labelled dialogues, as for every cluster mean. "
+        "When that variance exceeds the human-only one, PPI++ falls back to the human-only mean, "
+        "so its interval is never wider. Effective labels = n × Var(human-only) / Var(PPI++). "
+        "Coverage is measured by bench_calibration."
     ),
     "ppi_human_only_mean": (
         "The mean of the human labels (each unit's mean over its annotators) on the units that "
-        "also have an evaluator score, with the cluster-robust interval of PPI++ at λ = 0: "
-        "mean ± t(G − 1) × SE, SE² = G/(G − 1) × Σ_g (Σ_{i∈g} (Y_i − Ȳ))² / n², G dialogues. "
-        "For one unit per dialogue it is the ordinary t-interval."
+        "also have an evaluator score, with the cluster jackknife-t interval of every "
+        "leaderboard mean (cluster_t_mean): PPI++ at λ = 0."
     ),
     "ppi_evaluator_only_mean": (
         "The evaluator's mean over every unit of the system it scored (labelled or not), with "
-        "the same cluster-robust t interval over all its dialogues. It estimates the "
+        "the cluster jackknife-t interval of every leaderboard mean. It estimates the "
         "evaluator's mean, not the humans': its bias is not corrected."
     ),
     "ppi_difference": (
-        "Difference of two systems' PPI++ means with a clustered t interval: their influence "
-        "values are subtracted dialogue by dialogue (systems scored on the same dialogues are "
-        "correlated; on disjoint ones the variances add), times G/(G − 1), t(G − 1), G the "
-        "dialogues holding labelled units of either system; two-sided p-value from the same t."
+        "Difference of two systems' PPI++ means with a stratified cluster jackknife-t interval: "
+        "each dialogue is left out of both systems at once (systems scored on the same "
+        "dialogues are correlated; on disjoint ones the variances add), t with the smaller of "
+        "the two systems' df; two-sided p-value from the same t."
     ),
     "ppi_holm_tie_aware_rank": (
         "Human-anchored ranking: a system's rank is 1 + the number of systems whose PPI++ mean "

@@ -12,26 +12,31 @@ unbiased for the humans' mean for every fixed λ (the rectifier Y − λf correc
 bias, whatever its scale). λ is power-tuned: the value minimising the estimated variance of
 θ̂(λ), clipped to [0, 1] (λ = 0 is the human-only mean, λ = 1 plain PPI).
 
-The variance is cluster-robust: turns of one dialogue are correlated, so each dialogue g
-contributes one influence value
+λ is power-tuned on the dialogue level: each dialogue g has A_g = Σ_{i∈g} (Y_i − Ȳ) / n and
+B_g = Σ_{j∈g} (f̃_j − f̃̄) / N − Σ_{i∈g} (f_i − f̄) / n (a dialogue may hold labelled and
+unlabelled turns: their covariance is kept), the sandwich variance of θ̂(λ) is ∝ Σ_g (A_g +
+λ B_g)², and λ̂ = −Σ A_g B_g / Σ B_g², clipped to [0, 1], its exact minimiser. With one unit per
+dialogue and disjoint parts this is Cov(Y, f) / (Var_L(f) + (n/N) Var_U(f)), the paper's closed
+form Cov(Y, f) / ((1 + n/N) Var(f)) with the evaluator's variance taken on each part.
 
-    e_g(λ) = A_g + λ B_g,   A_g = Σ_{i∈g} (Y_i − Ȳ) / n,
-                            B_g = Σ_{j∈g} (f̃_j − f̃̄) / N − Σ_{i∈g} (f_i − f̄) / n,
+The interval is that of every cluster mean in Concord (clustered.py): studentized, with a
+delete-one-dialogue jackknife. Each dialogue is left out in turn and θ̂ recomputed, λ re-tuned
+(so the interval pays for λ being estimated); labelled and unlabelled dialogues are two
+independent samples, so the jackknife is stratified: Var = Σ_strata (G_s − 1)/G_s Σ_{g∈s}
+(θ̂_(−g) − mean_s)², with the strata "dialogues holding labelled units" and the others; the
+quantile is t with the Bell–McCaffrey df of the labelled dialogues (clustered.effective_df). At
+λ = 0 this is exactly the human-only mean's cluster jackknife-t interval (clustered.cluster_mean).
+When the PPI++ variance exceeds the human-only one, the judge does not help and PPI++ falls
+back to the human-only mean (λ = 0, ``params["fallback_to_human_only"]``): the interval is never
+wider than the human-only one. With λ fixed and one unit per dialogue the jackknife variance is
+Var(Y − λf)/n + λ² Var(f̃)/N with divisors n − 1 and N − 1, the paper's (ppi-python's) variance.
 
-(a dialogue may hold labelled and unlabelled units: their covariance is kept), and
-Var θ̂(λ) = c Σ_g e_g(λ)², c = G/(G − 1), G the dialogues holding labelled units. λ* =
-−Σ A_g B_g / Σ B_g² (clipped), the exact minimiser; with one unit per dialogue and disjoint
-labelled and unlabelled dialogues, −Σ AB / Σ B² = Cov(Y, f) / (Var_L(f) + (n/N) Var_U(f)),
-the paper's closed form Cov(Y, f) / ((1 + n/N) Var(f)) with the evaluator's variance estimated
-on each part. The interval is θ̂ ± t_{G−1, 0.975} × SE. At λ = 0 the estimate, SE and interval
-are exactly the human-only ones (same c and df), so the PPI++ interval is never wider than the
-human-only one: a useless judge gets λ ≈ 0 and PPI++ falls back to the human mean.
-
-The effective number of human labels is n × Var_human-only / Var_PPI++. Differences between
-systems sum their influence values dialogue by dialogue (systems that answered the same
-dialogues are correlated; on disjoint dialogues the variances add), and "significantly better"
-is Holm's procedure over all pairs, as on the leaderboards (clustered.better_from_tests); a
-rank is 1 + the number of systems significantly better. Pure numpy/scipy: no Django.
+The effective number of human labels is n × Var_human-only / Var_PPI++. The difference of two
+systems is jackknifed the same way, each dialogue left out of both systems at once (systems
+scored on the same dialogues are correlated; on disjoint dialogues the variances add), and
+"significantly better" is Holm's procedure over all pairs, as on the leaderboards
+(clustered.better_from_tests); a rank is 1 + the number of systems significantly better.
+Pure numpy/scipy: no Django.
 """
 
 from __future__ import annotations
@@ -46,8 +51,11 @@ from scipy import stats
 from evaluation.lib.stats.clustered import (
     DEFAULT_CONFIDENCE,
     better_from_tests,
+    cluster_mean,
+    effective_df,
     t_quantile,
     tie_aware_ranks,
+    variance_shares,
 )
 from evaluation.lib.stats.results import Estimate, RankedSystem
 
@@ -78,8 +86,8 @@ class AnchoredSample:
 
 @dataclass(frozen=True)
 class Anchored:
-    """One system's three means, λ, the effective number of labels, and its influence values
-    per cluster (for differences)."""
+    """One system's three means, λ, the effective number of labels, and its leave-one-dialogue-
+    out PPI++ estimates (for differences)."""
 
     ppi: Estimate
     human_only: Estimate
@@ -88,7 +96,7 @@ class Anchored:
     effective_labels: float | None
     n_labelled: int
     n_unlabelled: int
-    influence: Mapping[Hashable, float] = field(default_factory=dict)
+    leave_outs: Mapping[Hashable, float] = field(default_factory=dict)  # θ_(−g) per dialogue
     labelled_clusters: frozenset = frozenset()
 
     def to_dict(self) -> dict:
@@ -101,49 +109,65 @@ class Anchored:
                 "n_labelled": self.n_labelled, "n_unlabelled": self.n_unlabelled}
 
 
-def _deviation_sums(values: np.ndarray, codes: np.ndarray, size: int, scale: float) -> np.ndarray:
-    """Σ_{i∈g} (v_i − v̄) / scale per cluster code (zeros when there are no values)."""
-    if values.size == 0:
-        return np.zeros(size)
-    return np.bincount(codes, weights=values - values.mean(), minlength=size) / scale
-
-
-def power_tuned_lambda(a: np.ndarray, b: np.ndarray) -> float:
-    """argmin over λ ∈ [0, 1] of Σ_g (A_g + λ B_g)²: −Σ AB / Σ B², clipped (0 when B is 0)."""
-    denominator = float(b @ b)
-    if denominator <= 0.0:
-        return 0.0
-    return float(np.clip(-(a @ b) / denominator, 0.0, 1.0))
-
-
-def _interval(mean: float, variance: float, g: int, confidence: float):
-    if g < 2:
-        return None, None
-    half = float(t_quantile(g - 1, confidence)) * float(np.sqrt(max(variance, 0.0)))
-    return mean - half, mean + half
-
-
-def _factor(g: int) -> float:
-    return g / (g - 1) if g > 1 else float("nan")
-
-
-def _evaluator_only(values: np.ndarray, clusters: list, confidence: float) -> Estimate:
-    """The evaluator's mean over all units of the system (labelled or not), clustered CI."""
-    n = {"units": int(values.size), "clusters": len(set(clusters))}
-    if values.size == 0:
-        return Estimate.undefined("the evaluator scored no unit", method=EVALUATOR_METHOD, n=n)
-    codes, distinct = _codes(clusters)
-    e = _deviation_sums(values, codes, len(distinct), values.size)
-    g = len(distinct)
-    low, high = _interval(float(values.mean()), _factor(g) * float(e @ e), g, confidence)
-    return Estimate(float(values.mean()), low, high, n=n, method=EVALUATOR_METHOD,
-                    params={"confidence": confidence})
-
-
 def _codes(clusters: Sequence[Hashable]) -> tuple[np.ndarray, list]:
     distinct = list(dict.fromkeys(clusters))
     index = {cluster: k for k, cluster in enumerate(distinct)}
     return np.fromiter((index[c] for c in clusters), np.int64, len(clusters)), distinct
+
+
+def _cluster_sums(y, f, f_u, codes_l, codes_u, size) -> np.ndarray:
+    """Per cluster (rows): Σ Y, n, Σ f over labelled units, Σ f̃, Ñ over unlabelled ones."""
+    def total(codes, weights=None):
+        return np.bincount(codes, weights=weights, minlength=size).astype(float)
+    return np.column_stack([total(codes_l, y), total(codes_l), total(codes_l, f),
+                            total(codes_u, f_u), total(codes_u)])
+
+
+def _thetas(totals: np.ndarray, moments: np.ndarray, lam: float | None):
+    """θ̂ and λ from column totals (…, 5) and cross-product sums Σ z zᵀ (…, 5, 5), vectorised
+    over leading axes (the full sample, or each leave-one-cluster-out sample): A_g = αᵀz_g,
+    B_g = βᵀz_g, so Σ AB = αᵀMβ and Σ B² = βᵀMβ."""
+    n, big_n = totals[..., 1], totals[..., 4]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y_bar, f_bar = totals[..., 0] / n, totals[..., 2] / n
+        u_bar = np.where(big_n > 0, totals[..., 3] / big_n, 0.0)
+        zero, inv_n = np.zeros_like(n), 1.0 / n
+        inv_u = np.where(big_n > 0, 1.0 / big_n, 0.0)
+        alpha = np.stack([inv_n, -y_bar * inv_n, zero, zero, zero], axis=-1)
+        beta = np.stack([zero, f_bar * inv_n, -inv_n, inv_u, -u_bar * inv_u], axis=-1)
+        if lam is None:
+            cross = np.einsum("...i,...ij,...j->...", alpha, moments, beta)
+            square = np.einsum("...i,...ij,...j->...", beta, moments, beta)
+            tuned = np.clip(-cross / square, 0.0, 1.0)
+            lam = np.where((square > 1e-300) & (big_n > 0), tuned, 0.0)
+        return y_bar + lam * (u_bar - f_bar), lam
+
+
+def _jackknife_variance(thetas: np.ndarray, strata: Sequence[np.ndarray]) -> float:
+    """Stratified delete-one-cluster jackknife: Σ over strata (G_s − 1)/G_s Σ (θ_(−g) − θ̄_s)²
+    (labelled and unlabelled dialogues are two independent samples)."""
+    total = 0.0
+    for members in strata:
+        values = thetas[members]
+        if values.size >= 2:
+            total += (values.size - 1) / values.size * float(((values - values.mean())**2).sum())
+    return total
+
+
+def _evaluator_only(values: np.ndarray, clusters: np.ndarray, confidence: float) -> Estimate:
+    """The evaluator's mean over all units of the system (labelled or not), with the cluster
+    jackknife-t interval of every leaderboard mean (clustered.cluster_mean)."""
+    if values.size == 0:
+        return Estimate.undefined("the evaluator scored no unit", method=EVALUATOR_METHOD,
+                                  n={"units": 0, "clusters": 0})
+    estimate = cluster_mean(values, clusters, confidence=confidence)
+    return Estimate(estimate.value, estimate.ci_low, estimate.ci_high, n=estimate.n,
+                    method=EVALUATOR_METHOD, params=estimate.params)
+
+
+def _interval(mean: float, variance: float, df: float, confidence: float):
+    half = float(t_quantile(df, confidence)) * float(np.sqrt(max(variance, 0.0)))
+    return mean - half, mean + half
 
 
 def anchored_mean(sample: AnchoredSample, *, confidence: float = DEFAULT_CONFIDENCE,
@@ -156,59 +180,70 @@ def anchored_mean(sample: AnchoredSample, *, confidence: float = DEFAULT_CONFIDE
     if not (np.isfinite(y).all() and np.isfinite(f).all() and np.isfinite(f_u).all()):
         raise ValueError("human labels and evaluator scores must be finite numbers")
     n_l, n_u = int(y.size), int(f_u.size)
-    evaluator_only = _evaluator_only(np.concatenate([f, f_u]),
-                                     [*sample.clusters, *sample.unlabelled_clusters], confidence)
     codes, distinct = _codes([*sample.clusters, *sample.unlabelled_clusters])
+    evaluator_only = _evaluator_only(np.concatenate([f, f_u]), codes, confidence)
     labelled = frozenset(sample.clusters)
-    g = len(labelled)
-    n = {"labelled": n_l, "unlabelled": n_u, "labelled_clusters": g}
-    if g < 2:
+    n = {"labelled": n_l, "unlabelled": n_u, "labelled_clusters": len(labelled)}
+    if len(labelled) < 2:
         reason = "fewer than two labelled dialogues: no interval" if n_l else "no labelled unit"
         human = Estimate.undefined(reason, method=HUMAN_METHOD, n=n)
         return Anchored(Estimate.undefined(reason, method=PPI_METHOD, n=n), human,
                         evaluator_only, None, None, n_l, n_u, {}, labelled)
-    size = len(distinct)
-    a = _deviation_sums(y, codes[:n_l], size, n_l)
-    b = _deviation_sums(f_u, codes[n_l:], size, max(n_u, 1)) - \
-        _deviation_sums(f, codes[:n_l], size, n_l)
-    if lam is None:
-        lam = power_tuned_lambda(a, b) if n_u else 0.0
-    c = _factor(g)
-    influence = a + lam * b
-    var_ppi, var_human = c * float(influence @ influence), c * float(a @ a)
-    theta = (lam * float(f_u.mean()) if n_u else 0.0) + float((y - lam * f).mean())
-    params = {"confidence": confidence, "lambda": lam, "df": g - 1}
-    ppi = Estimate(theta, *_interval(theta, var_ppi, g, confidence), n=n, method=PPI_METHOD,
-                   params={**params, "se": float(np.sqrt(var_ppi))})
-    human = Estimate(float(y.mean()), *_interval(float(y.mean()), var_human, g, confidence),
-                     n=n, method=HUMAN_METHOD, params={**params, "lambda": 0.0,
-                                                       "se": float(np.sqrt(var_human))})
+    z = _cluster_sums(y, f, f_u, codes[:n_l], codes[n_l:], len(distinct))
+    totals, moments = z.sum(axis=0), z.T @ z
+    strata = [np.flatnonzero(z[:, 1] > 0), np.flatnonzero(z[:, 1] == 0)]
+    # the df of every cluster mean (clustered.mean_intervals), from the labelled dialogues
+    shares = variance_shares(z[strata[0], 1][None, :])
+    df = float(effective_df(shares.sum(), (shares**2).sum()))
+    theta, lam_hat = _thetas(totals, moments, lam)
+    outs, _ = _thetas(totals - z, moments - np.einsum("gi,gj->gij", z, z),
+                      None if lam is None else float(lam_hat))
+    human_outs, _ = _thetas(totals - z, moments, 0.0)
+    var_ppi, var_human = _jackknife_variance(outs, strata), _jackknife_variance(human_outs,
+                                                                                strata)
+    lam_hat, fallback = float(lam_hat), lam is None and var_ppi > var_human
+    if fallback:  # the judge does not help: PPI++ is the human-only mean
+        theta, lam_hat, outs, var_ppi = float(totals[0] / totals[1]), 0.0, human_outs, var_human
+    y_bar = float(totals[0] / totals[1])
+    params = {"confidence": confidence, "lambda": lam_hat, "df": df,
+              "interval": "stratified_jackknife_t"}
+    ppi = Estimate(float(theta), *_interval(float(theta), var_ppi, df, confidence), n=n,
+                   method=PPI_METHOD, params={**params, "se": float(np.sqrt(var_ppi)),
+                                              "fallback_to_human_only": bool(fallback)})
+    human = Estimate(y_bar, *_interval(y_bar, var_human, df, confidence), n=n,
+                     method=HUMAN_METHOD, params={**params, "lambda": 0.0,
+                                                  "se": float(np.sqrt(var_human))})
     effective = n_l * var_human / var_ppi if var_ppi > 0 else None
-    return Anchored(ppi, human, evaluator_only, lam, effective, n_l, n_u,
-                    dict(zip(distinct, influence.tolist(), strict=True)), labelled)
+    return Anchored(ppi, human, evaluator_only, lam_hat, effective, n_l, n_u,
+                    dict(zip(distinct, np.asarray(outs, dtype=float).tolist(), strict=True)),
+                    labelled)
 
 
 def anchored_difference(a: Anchored, b: Anchored, *,
                         confidence: float = DEFAULT_CONFIDENCE) -> Estimate:
-    """PPI++(A) − PPI++(B) with a clustered t interval: the two systems' influence values are
-    subtracted dialogue by dialogue (shared dialogues make them correlated), c and df from the
-    dialogues holding labelled units of either system. ``params["p_value"]``: two-sided."""
-    n = {"labelled_clusters": len(a.labelled_clusters | b.labelled_clusters)}
+    """PPI++(A) − PPI++(B) with a stratified cluster jackknife-t interval: each dialogue is left
+    out of both systems at once (systems that answered the same dialogues are correlated), the
+    strata being dialogues holding labelled units of either system and the others; t with the
+    smaller of the two systems' df. ``params["p_value"]``: two-sided."""
+    union = a.labelled_clusters | b.labelled_clusters
+    n = {"labelled_clusters": len(union)}
     if a.ppi.value is None or b.ppi.value is None:
         return Estimate.undefined("a system has no PPI++ estimate", method=DIFFERENCE_METHOD,
                                   n=n)
-    g = n["labelled_clusters"]
-    keys = set(a.influence) | set(b.influence)
-    e = np.fromiter((a.influence.get(k, 0.0) - b.influence.get(k, 0.0) for k in keys), float,
-                    len(keys))
-    variance = _factor(g) * float(e @ e)
+    keys = list(dict.fromkeys([*a.leave_outs, *b.leave_outs]))
+    outs = np.fromiter((a.leave_outs.get(k, a.ppi.value) - b.leave_outs.get(k, b.ppi.value)
+                        for k in keys), float, len(keys))
+    in_union = np.fromiter((k in union for k in keys), bool, len(keys))
+    variance = _jackknife_variance(outs, [np.flatnonzero(in_union),
+                                          np.flatnonzero(~in_union)])
+    df = min(a.ppi.params["df"], b.ppi.params["df"])
     difference = a.ppi.value - b.ppi.value
     se = float(np.sqrt(variance))
-    p_value = float(2 * stats.t.sf(abs(difference) / se, g - 1)) if se > 0 else \
+    p_value = float(2 * stats.t.sf(abs(difference) / se, df)) if se > 0 else \
         (1.0 if difference == 0 else 0.0)
-    return Estimate(difference, *_interval(difference, variance, g, confidence), n=n,
+    return Estimate(difference, *_interval(difference, variance, df, confidence), n=n,
                     method=DIFFERENCE_METHOD,
-                    params={"confidence": confidence, "df": g - 1, "se": se,
+                    params={"confidence": confidence, "df": df, "se": se,
                             "p_value": p_value})
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.lib.stats import ppi
+from evaluation.lib.stats import clustered, ppi
 from evaluation.lib.stats.ppi import AnchoredSample, anchored_mean
 
 ppi_py = pytest.importorskip("ppi_py")
@@ -24,16 +24,48 @@ def _independent(y, f, f_u):
 
 def test_matches_ppi_python_at_the_same_lambda():
     y, f, f_u, _ = _draw(np.random.default_rng(1), 60, 400)
-    result = anchored_mean(_independent(y, f, f_u))
-    point = ppi_py.ppi_mean_pointestimate(y, f, f_u, lam=result.lam)
-    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.05, lam=result.lam)
+    result = anchored_mean(_independent(y, f, f_u), lam=0.7)
+    point = ppi_py.ppi_mean_pointestimate(y, f, f_u, lam=0.7)
+    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.05, lam=0.7)
     assert result.ppi.value == pytest.approx(float(np.squeeze(point)), abs=1e-12)
-    # ppi_py: normal quantile and variances with divisor n; here t(n − 1) and the G/(G − 1)
-    # cluster factor (G = n for one unit per dialogue): the half-width differs by exactly that.
-    conversion = stats.t.ppf(0.975, 59) / stats.norm.ppf(0.975) * np.sqrt(60 / 59)
-    assert (result.ppi.ci_high - result.ppi.ci_low) == pytest.approx(
-        float(np.squeeze(high - low)) * conversion, rel=1e-10)
-    assert result.ppi.value == pytest.approx((result.ppi.ci_low + result.ppi.ci_high) / 2)
+    # ppi_py: a normal interval, variances with divisor n (rectifier) and N (imputed part)
+    z_half = float(np.squeeze(high - low)) / 2 / stats.norm.ppf(0.975)
+    assert z_half**2 == pytest.approx(np.var(y - 0.7 * f) / 60 + 0.49 * np.var(f_u) / 400)
+    # here the jackknife of the same linear estimate: divisors n − 1 and N − 1, t(n − 1)
+    se = result.ppi.params["se"]
+    assert se**2 == pytest.approx(np.var(y - 0.7 * f, ddof=1) / 60
+                                  + 0.49 * np.var(f_u, ddof=1) / 400, rel=1e-10)
+    assert result.ppi.params["df"] == pytest.approx(59)
+    assert result.ppi.ci_high - result.ppi.value == pytest.approx(stats.t.ppf(0.975, 59) * se)
+
+
+def _brute_force(y, f, clusters, f_u, u_clusters, lam=None):
+    """θ̂ and its stratified jackknife variance, by deleting each dialogue and recomputing
+    (λ re-tuned in each, when LAM is None): a loop over the paper's formulas."""
+    y, f, f_u = map(np.asarray, (y, f, f_u))
+    clusters, u_clusters = np.asarray(clusters), np.asarray(u_clusters)
+
+    def estimate(keep_l, keep_u):
+        yy, ff, uu = y[keep_l], f[keep_l], f_u[keep_u]
+        if lam is not None:
+            chosen = lam
+        else:
+            every = sorted(set(clusters[keep_l]) | set(u_clusters[keep_u]))
+            a = np.array([(yy[clusters[keep_l] == g] - yy.mean()).sum() / len(yy)
+                          for g in every])
+            b = np.array([(uu[u_clusters[keep_u] == g] - uu.mean()).sum() / len(uu)
+                          - (ff[clusters[keep_l] == g] - ff.mean()).sum() / len(yy)
+                          for g in every])
+            chosen = float(np.clip(-(a @ b) / (b @ b), 0, 1))
+        return yy.mean() + chosen * (uu.mean() - ff.mean())
+
+    theta = estimate(np.ones(len(y), bool), np.ones(len(f_u), bool))
+    variance = 0.0
+    for stratum in (sorted(set(clusters)), sorted(set(u_clusters) - set(clusters))):
+        outs = np.array([estimate(clusters != g, u_clusters != g) for g in stratum])
+        if len(outs) > 1:
+            variance += (len(outs) - 1) / len(outs) * ((outs - outs.mean())**2).sum()
+    return theta, variance
 
 
 def test_power_tuned_lambda_is_the_papers_closed_form():
@@ -109,21 +141,35 @@ def test_turns_clustered_by_dialogue_equal_ppi_on_dialogue_means():
     assert (ignoring.ppi.ci_high - ignoring.ppi.ci_low) < (turns.ppi.ci_high - turns.ppi.ci_low)
 
 
-def test_a_dialogue_with_labelled_and_unlabelled_turns_keeps_their_covariance():
-    y, f = [1.0, 2.0, 4.0, 3.0], [1.5, 2.0, 3.0, 3.5]
-    f_u = [2.5, 1.0, 4.0]
-    result = anchored_mean(AnchoredSample(y, f, ["a", "a", "b", "c"], f_u, ["a", "b", "d"]),
-                           lam=0.5)
-    # by hand: A_g and B_g per dialogue, Var = 3/2 Σ (A + λB)², t with 2 df
-    ybar, fbar, fubar = np.mean(y), np.mean(f), np.mean(f_u)
-    a = {"a": (1 - ybar + 2 - ybar) / 4, "b": (4 - ybar) / 4, "c": (3 - ybar) / 4, "d": 0.0}
-    b = {"a": (2.5 - fubar) / 3 - (1.5 - fbar + 2 - fbar) / 4, "b": (1 - fubar) / 3
-         - (3 - fbar) / 4, "c": -(3.5 - fbar) / 4, "d": (4 - fubar) / 3}
-    variance = 1.5 * sum((a[k] + 0.5 * b[k]) ** 2 for k in a)
-    theta = 0.5 * fubar + np.mean(np.array(y) - 0.5 * np.array(f))
-    half = stats.t.ppf(0.975, 2) * np.sqrt(variance)
-    assert result.ppi.value == pytest.approx(theta)
-    assert (result.ppi.ci_low, result.ppi.ci_high) == pytest.approx((theta - half, theta + half))
+@pytest.mark.parametrize("lam", [0.5, None])
+def test_the_jackknife_by_brute_force_with_mixed_dialogues(lam):
+    """Dialogues with labelled and unlabelled turns, unequal lengths; λ fixed or re-tuned."""
+    rng = np.random.default_rng(9)
+    effect = rng.normal(size=30)  # dialogues 0–11 hold labelled turns, 6–29 unlabelled ones
+    clusters = list(rng.integers(0, 12, size=40))
+    u_clusters = list(rng.integers(6, 30, size=150))
+    y = effect[clusters] + rng.normal(size=40)
+    f = 0.8 * y + 0.5 * rng.normal(size=40)
+    f_u = 0.8 * (effect[u_clusters] + rng.normal(size=150)) + 0.5 * rng.normal(size=150)
+    result = anchored_mean(AnchoredSample(y, f, clusters, f_u, u_clusters), lam=lam)
+    theta, variance = _brute_force(y, f, clusters, f_u, u_clusters, lam)
+    assert not result.ppi.params["fallback_to_human_only"] and result.lam > 0.1
+    assert result.ppi.value == pytest.approx(theta, rel=1e-10)
+    assert result.ppi.params["se"] ** 2 == pytest.approx(variance, rel=1e-9)
+    # a judge whose unlabelled scores behave unlike its labelled ones: no gain, human-only
+    shifted = anchored_mean(AnchoredSample(y, f, clusters, f_u * 3 + 5, u_clusters))
+    if shifted.ppi.params["fallback_to_human_only"]:
+        assert shifted.ppi.value == pytest.approx(np.mean(y)) and shifted.lam == 0.0
+
+
+def test_the_human_only_mean_is_the_leaderboards_cluster_mean():
+    rng = np.random.default_rng(10)
+    clusters = list(np.repeat(np.arange(15), rng.integers(2, 9, size=15)))
+    y = rng.normal(size=len(clusters))
+    result = anchored_mean(AnchoredSample(y, y + 1, clusters, [0.5, 1.5], [90, 91]))
+    reference = clustered.cluster_mean(y, clusters)
+    assert (result.human_only.value, result.human_only.ci_low, result.human_only.ci_high) == \
+        pytest.approx((reference.value, reference.ci_low, reference.ci_high), rel=1e-10)
 
 
 def test_coverage_by_simulation():
