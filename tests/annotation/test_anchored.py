@@ -189,3 +189,21 @@ def test_bench_anchored_counts_coverage_over_resampled_labels(study):
     with pytest.raises(CommandError, match="every --fraction in"):
         call_command("bench_anchored", study="anchors", evaluator="judge", aspect="overall",
                      fraction=[0.0], stdout=io.StringIO())
+
+
+def test_untrusted_metric_names_are_escaped(client, study, staff, tmp_path):
+    evil = "<img src=x onerror=alert(1)>"
+    scores = tmp_path / "evil.jsonl"
+    scores.write_text("".join(json.dumps({"metric": evil, "unit_type": "dialogue",
+                                          "unit_id": unit, "value": JUDGE[unit]}) + "\n"
+                              for unit in UNITS))
+    call_command("import_scores", str(scores), evaluator="sneaky", benchmark="forty",
+                 stdout=io.StringIO())
+    client.force_login(staff)
+    page = client.get(f"/studies/{study.slug}/report/", {
+        "evaluator": "external:sneaky", "aspect": "overall", "metric": evil}).content.decode()
+    assert "Human-anchored system scores (PPI++)" in page
+    assert evil not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    latex = client.get(f"/studies/{study.slug}/report/anchored.latex", {
+        "evaluator": "external:sneaky", "aspect": "overall", "metric": evil}).content.decode()
+    assert "PPI++" in latex
