@@ -425,10 +425,12 @@ def study_metric_leaderboard(*, study: Study, aspect: str, include_private: bool
     return _cached(study, "metric-board", (aspect, include_private), build, runs=True)
 
 
-def _metric_scores(study: Study, evaluator: str, unit_type: str) -> list[reports.ScoreSet]:
+def _metric_scores(study: Study, evaluator: str, unit_type: str,
+                   include_private: bool = True) -> list[reports.ScoreSet]:
     """EVALUATOR's score sets of UNIT_TYPE on every unit it scored (labelled or not)."""
     return evaluator_score_sets(benchmark=study.benchmark, evaluators=[evaluator],
-                                unit_type=unit_type).get(evaluator, [])
+                                unit_type=unit_type,
+                                include_private=include_private).get(evaluator, [])
 
 
 def _metric_names(study: Study, evaluator: str) -> list[reports.ScoreSet]:
@@ -452,12 +454,15 @@ def anchored_choice(*, study: Study, evaluator: str, aspect: str, metric: str = 
 
 
 def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
-                   labelled_fraction: float | None = None, seed: int = 0) -> dict:
+                   labelled_fraction: float | None = None, seed: int = 0,
+                   include_private: bool = True) -> dict:
     """The human-anchored (PPI++) report of EVALUATOR's METRIC against the human ASPECT
-    (anchored.build_anchored), cached like the other reports."""
+    (anchored.build_anchored), cached like the other reports; without INCLUDE_PRIVATE only
+    published submissions' runs (the public view from a leaderboard)."""
     def build():
         table = _table(study)
-        scores = _metric_scores(study, evaluator, table.fields[aspect].unit_type)
+        scores = _metric_scores(study, evaluator, table.fields[aspect].unit_type,
+                                include_private)
         score = next((s for s in scores if s.metric == metric), None)
         if score is None:
             raise ValueError(f"{evaluator} has no metric {metric!r}")
@@ -466,8 +471,8 @@ def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
                                          labelled_fraction=labelled_fraction,
                                          matched_by_name=named)
         return {**report, "study": study_snapshot(study=study, table=table)}
-    return _cached(study, "anchored", (evaluator, aspect, metric, labelled_fraction, seed),
-                   build, runs=True)
+    return _cached(study, "anchored", (evaluator, aspect, metric, labelled_fraction, seed,
+                                       include_private), build, runs=True)
 
 
 def study_anchored_pairs(*, study: Study, evaluator: str) -> list[tuple[str, str]]:

@@ -372,13 +372,14 @@ def _correlation_choice(request, study) -> tuple[list[str], str, str, list[str]]
     return evaluators, evaluator or (evaluators[0] if evaluators else ""), by, keys
 
 
-def _anchored_section(study, evaluator: str, aspect: str, metric: str) -> dict | None:
+def _anchored_section(study, evaluator: str, aspect: str, metric: str, *,
+                      include_private: bool = True) -> dict | None:
     """The human-anchored (PPI++) scores of the chosen metric against the chosen aspect: the
     per-system table, the differences and a forest of the PPI++ and human-only intervals."""
     if not (aspect and metric):
         return None
     report = report_selectors.study_anchored(study=study, evaluator=evaluator, aspect=aspect,
-                                             metric=metric)
+                                             metric=metric, include_private=include_private)
     systems, differences = exports.anchored_tables(report)
     rows = [(f"{row['display']} · {name}", part["mean"], part["ci"][0], part["ci"][1], filled)
             for row in report["systems"] if row["ppi"]["mean"] is not None
@@ -581,6 +582,27 @@ def _ci_bar(row: dict) -> dict | None:
     high = row["ci_high"] if row.get("ci_high") is not None else row["value"]
     return {"value": round((row["value"] + 1) * 50, 2), "low": round((low + 1) * 50, 2),
             "width": round((high - low) * 50, 2)}
+
+
+@require_GET
+def metric_board_anchored(request, slug):
+    """The human-anchored (PPI++) system scores of ?evaluator='s ?metric= on the human ?aspect=
+    (the leaderboard's optional view, linked from its trust row), as visible as the study's
+    metric leaderboard; published runs only for who does not manage the study."""
+    study = get_study_for_metric_board(request.user, slug)
+    try:
+        evaluator = report_selectors.resolve_evaluator(
+            benchmark=study.benchmark, name=request.GET.get("evaluator", ""))
+        aspect, metric = report_selectors.anchored_choice(
+            study=study, evaluator=evaluator, aspect=request.GET.get("aspect", ""),
+            metric=request.GET.get("metric", ""))
+    except ValueError as exc:
+        raise Http404(str(exc)) from None
+    manages = can_manage_study(request.user, study)
+    return render(request, "annotation/metric_board_anchored.html", {
+        "study": study, "can_manage": manages, "formats": exports.FORMATS,
+        "anchored": _anchored_section(study, evaluator, aspect, metric,
+                                      include_private=manages)})
 
 
 @require_GET

@@ -207,3 +207,42 @@ def test_untrusted_metric_names_are_escaped(client, study, staff, tmp_path):
     latex = client.get(f"/studies/{study.slug}/report/anchored.latex", {
         "evaluator": "external:sneaky", "aspect": "overall", "metric": evil}).content.decode()
     assert "PPI++" in latex
+
+
+def test_the_public_human_anchored_view(client, study):
+    url = f"/studies/{study.slug}/metric-leaderboard/anchored/"
+    query = {"evaluator": "external:judge", "metric": "overall", "aspect": "overall"}
+    assert client.get(url, query).status_code == 404  # a private study: not to strangers
+    study.is_public = True
+    study.save(update_fields=["is_public"])
+    study.benchmark.is_public = True
+    study.benchmark.save(update_fields=["is_public"])
+    page = client.get(url, query).content.decode()
+    expected = _expected(UNITS[:20])
+    assert "Human-anchored system scores (PPI++)" in page
+    assert f"{expected.ppi.value:.3f} [{expected.ppi.ci_low:.3f}" in page
+    assert "manage.py anchored" not in page  # the downloads are the author's
+    assert client.get(url, {**query, "aspect": "nope"}).status_code == 404
+
+
+def test_the_leaderboard_links_its_optional_human_anchored_view(client, author):
+    """A leaderboard column whose metric has a measured human aspect (the trust row) links the
+    human-anchored view of that metric on that study's labels."""
+    import html
+
+    from django.urls import reverse
+
+    from annotation.services.validation import metric_validations_refresh
+    from tests.support.trust import labelled_world
+
+    benchmark, study, _ = labelled_world(author)
+    metric_validations_refresh(study=study)
+    client.force_login(author)
+    page = client.get(reverse("leaderboard:board", args=[benchmark.slug, "turn"])).content
+    header = page.decode().split('class="trust-row"')[1].split("</tr>")[0]
+    m01 = header.split('data-trust-key="synthetic:m01"')[1].split("</th>")[0]
+    link = html.unescape(m01.split('class="anchored-link small" href="')[1].split('"')[0])
+    assert link == (f"/studies/{study.slug}/metric-leaderboard/anchored/?evaluator=synthetic"
+                    "&metric=m01&aspect=m01")
+    view = client.get(link).content.decode()
+    assert "Human-anchored system scores (PPI++)" in view and "PPI++ [95% CI]" in view
