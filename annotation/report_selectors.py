@@ -21,7 +21,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotation.lib import reports
+from annotation.lib import anchored, reports
 from annotation.lib.labels import (
     REFERENCE,
     FieldSpec,
@@ -454,6 +454,64 @@ def study_metric_leaderboard(*, study: Study, aspect: str, include_private: bool
         flat = [score for sets in scores.values() for score in sets]
         return reports.build_metric_leaderboard(table, flat, aspect)
     return _cached(study, "metric-board", (aspect, include_private), build, runs=True)
+
+
+def _metric_scores(study: Study, evaluator: str, unit_type: str,
+                   include_private: bool = True) -> list[reports.ScoreSet]:
+    """EVALUATOR's score sets of UNIT_TYPE on every unit it scored (labelled or not)."""
+    return evaluator_score_sets(benchmark=study.benchmark, evaluators=[evaluator],
+                                unit_type=unit_type,
+                                include_private=include_private).get(evaluator, [])
+
+
+def _metric_names(study: Study, evaluator: str) -> list[reports.ScoreSet]:
+    """EVALUATOR's score sets without their values: which metrics it has, of which unit type."""
+    return evaluator_score_sets(benchmark=study.benchmark, evaluators=[evaluator],
+                                units=set()).get(evaluator, [])
+
+
+def anchored_choice(*, study: Study, evaluator: str, aspect: str, metric: str = "",
+                    level: str = "") -> tuple[str, str]:
+    """The human field ASPECT (checked: numeric, at LEVEL when given) and the metric of
+    EVALUATOR it is anchored with (METRIC, else the one named like ASPECT); a ValueError
+    naming the choices otherwise."""
+    table = _table(study)
+    numeric = [name for name, spec in table.fields.items() if spec.is_numeric
+               and (not level or spec.unit_type == level)]
+    if aspect not in numeric:
+        raise ValueError(f"no numeric {level + '-level ' if level else ''}human field "
+                         f"{aspect!r} (fields: {', '.join(numeric) or 'none'})")
+    return aspect, anchored.choose_metric(_metric_names(study, evaluator), table, aspect, metric)
+
+
+def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
+                   labelled_fraction: float | None = None, seed: int = 0,
+                   include_private: bool = True) -> dict:
+    """The human-anchored (PPI++) report of EVALUATOR's METRIC against the human ASPECT
+    (anchored.build_anchored), cached like the other reports; without INCLUDE_PRIVATE only
+    published submissions' runs (the public view from a leaderboard)."""
+    def build():
+        table = _table(study)
+        scores = _metric_scores(study, evaluator, table.fields[aspect].unit_type,
+                                include_private)
+        score = next((s for s in scores if s.metric == metric), None)
+        if score is None:
+            raise ValueError(f"{evaluator} has no metric {metric!r}")
+        named = metric in anchored.named_metrics(_metric_names(study, evaluator), table, aspect)
+        report = anchored.build_anchored(table, score, aspect, seed=seed,
+                                         labelled_fraction=labelled_fraction,
+                                         matched_by_name=named)
+        return {**report, "study": study_snapshot(study=study, table=table)}
+    return _cached(study, "anchored", (evaluator, aspect, metric, labelled_fraction, seed,
+                                       include_private), build, runs=True)
+
+
+def study_anchored_pairs(*, study: Study, evaluator: str) -> list[tuple[str, str]]:
+    """(metric, aspect) pairs of EVALUATOR whose metric is named like a numeric human field:
+    the pairs the paper bundle exports human-anchored scores for."""
+    pairs, by_name = reports.match_aspects(_metric_names(study, evaluator),
+                                           _table(study).fields)
+    return sorted({(score.metric, spec.name) for score, spec in pairs}) if by_name else []
 
 
 # --- who sees which metric leaderboard -------------------------------------------------------

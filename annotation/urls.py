@@ -34,6 +34,8 @@ urlpatterns = [
     path("<slug:slug>/report/<str:kind>.<str:fmt>", views.study_report_download,
          name="study_report_download"),
     path("<slug:slug>/metric-leaderboard/", views.metric_board, name="metric_board"),
+    path("<slug:slug>/metric-leaderboard/anchored/", views.metric_board_anchored,
+         name="metric_board_anchored"),
     path("<slug:slug>/metric-leaderboard.<str:fmt>", views.metric_board_download,
          name="metric_board_download"),
 ]

@@ -372,6 +372,29 @@ def _correlation_choice(request, study) -> tuple[list[str], str, str, list[str]]
     return evaluators, evaluator or (evaluators[0] if evaluators else ""), by, keys
 
 
+def _anchored_section(study, evaluator: str, aspect: str, metric: str, *,
+                      include_private: bool = True) -> dict | None:
+    """The human-anchored (PPI++) scores of the chosen metric against the chosen aspect: the
+    per-system table, the differences and a forest of the PPI++ and human-only intervals."""
+    if not (aspect and metric):
+        return None
+    report = report_selectors.study_anchored(study=study, evaluator=evaluator, aspect=aspect,
+                                             metric=metric, include_private=include_private)
+    systems, differences = exports.anchored_tables(report)
+    rows = [(f"{row['display']} · {name}", part["mean"], part["ci"][0], part["ci"][1], filled)
+            for row in report["systems"] if row["ppi"]["mean"] is not None
+            for name, part, filled in (("PPI++", row["ppi"], True),
+                                       ("human", row["human_only"], False))]
+    centre = sum(r[1] for r in rows) / len(rows) if rows else 0.0
+    forest = charts.forest([(label, value - centre, None if low is None else low - centre,
+                             None if high is None else high - centre, filled)
+                            for label, value, low, high, filled in rows],
+                           centre=centre, digits=2) if rows else None
+    return {"report": report, "systems": exports.display_table(systems),
+            "differences": exports.display_table(differences), "forest": forest,
+            "query": urlencode({"evaluator": evaluator, "aspect": aspect, "metric": metric})}
+
+
 def _charts(plots: list[dict], rows: dict) -> list[dict]:
     """Each plot's scatter (metric against the human mean per unit) and sample-efficiency curve
     (evaluation.lib.charts), with its item-level correlation row."""
@@ -454,6 +477,7 @@ def study_report(request, slug):
                                 "metric": metric}),
             "scatters": _charts(plots, rows),
             "pair_count": len(pairs),
+            "anchored": _anchored_section(study, evaluator, aspect, metric),
         })
         if every_row:
             correlation = report_selectors.study_correlation(study=study, evaluator=evaluator,
@@ -483,7 +507,7 @@ def _download(text: str, fmt: str, filename: str) -> HttpResponse:
 def study_report_download(request, slug, kind, fmt):
     """The report's numbers as JSON, CSV or LaTeX (what `agreement` / `correlate` print)."""
     study = get_study_for_user(request.user, slug, write=True)
-    if fmt not in exports.FORMATS or kind not in ("agreement", "correlation"):
+    if fmt not in exports.FORMATS or kind not in ("agreement", "correlation", "anchored"):
         raise Http404("No such download.")
     if kind == "agreement":
         report = report_selectors.study_agreement(study=study)
@@ -492,9 +516,25 @@ def study_report_download(request, slug, kind, fmt):
     _, evaluator, by, _ = _correlation_choice(request, study)
     if not evaluator:
         raise Http404("No evaluator has runs on this benchmark.")
+    if kind == "anchored":
+        return _anchored_download(request, study, evaluator, fmt)
     report = report_selectors.study_correlation(study=study, evaluator=evaluator, by=by)
     name = f"{study.slug}-correlation-{evaluator.replace(':', '-')}" + (f"-by-{by}" if by else "")
     return _download(exports.render(report, exports.correlation_tables(report), fmt), fmt, name)
+
+
+def _anchored_download(request, study, evaluator: str, fmt: str) -> HttpResponse:
+    """The human-anchored scores of ?aspect= and ?metric= (default: named like the aspect)."""
+    try:
+        aspect, metric = report_selectors.anchored_choice(
+            study=study, evaluator=evaluator, aspect=request.GET.get("aspect", ""),
+            metric=request.GET.get("metric", ""))
+    except ValueError as exc:
+        raise Http404(str(exc)) from None
+    report = report_selectors.study_anchored(study=study, evaluator=evaluator, aspect=aspect,
+                                             metric=metric)
+    name = f"{study.slug}-anchored-{evaluator.replace(':', '-')}-{metric}-{aspect}"
+    return _download(exports.render(report, exports.anchored_tables(report), fmt), fmt, name)
 
 
 @require_GET
@@ -543,6 +583,27 @@ def _ci_bar(row: dict) -> dict | None:
     high = row["ci_high"] if row.get("ci_high") is not None else row["value"]
     return {"value": round((row["value"] + 1) * 50, 2), "low": round((low + 1) * 50, 2),
             "width": round((high - low) * 50, 2)}
+
+
+@require_GET
+def metric_board_anchored(request, slug):
+    """The human-anchored (PPI++) system scores of ?evaluator='s ?metric= on the human ?aspect=
+    (the leaderboard's optional view, linked from its trust row), as visible as the study's
+    metric leaderboard; published runs only for who does not manage the study."""
+    study = get_study_for_metric_board(request.user, slug)
+    try:
+        evaluator = report_selectors.resolve_evaluator(
+            benchmark=study.benchmark, name=request.GET.get("evaluator", ""))
+        aspect, metric = report_selectors.anchored_choice(
+            study=study, evaluator=evaluator, aspect=request.GET.get("aspect", ""),
+            metric=request.GET.get("metric", ""))
+    except ValueError as exc:
+        raise Http404(str(exc)) from None
+    manages = can_manage_study(request.user, study)
+    return render(request, "annotation/metric_board_anchored.html", {
+        "study": study, "can_manage": manages, "formats": exports.FORMATS,
+        "anchored": _anchored_section(study, evaluator, aspect, metric,
+                                      include_private=manages)})
 
 
 @require_GET

@@ -103,6 +103,8 @@ ACCESS.update({
                                       {**_AUTHORS, "author": 404, "staff": 404})],
     "annotation:metric_board_index": [({}, "get", ALL_200)],
     "annotation:metric_board": [(_S, "get", {**_AUTHORS, "anonymous": 404})],
+    "annotation:metric_board_anchored": [(_S, "get", {**dict.fromkeys(PERSONAS, 404),
+                                                      "annotator": 403})],
     "annotation:metric_board_download": [({**_S, "fmt": "csv"}, "get",
                                           {**dict.fromkeys(PERSONAS, 404), "annotator": 403})],
 })

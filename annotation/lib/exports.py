@@ -282,6 +282,42 @@ def metric_board_table(board: Mapping) -> Table:
     return table
 
 
+def anchored_tables(report: Mapping) -> list[Table]:
+    """The human-anchored report (annotation/lib/anchored.py): per system the PPI++, human-only
+    and evaluator-only means with 95% CIs, then every pairwise PPI++ difference."""
+    title = f"{report['evaluator']} · {report['metric']} anchored on the human {report['aspect']}"
+    systems = Table("anchored_systems", f"{title}: PPI++ per system (95% CIs clustered by "
+                    "dialogue; ranks Holm-corrected)",
+                    [("rank", "Rank"), ("system", "System"), ("value", "PPI++"),
+                     ("ci_low", "CI low"), ("ci_high", "CI high"), ("human", "Human only"),
+                     ("human_ci_low", "Human CI low"), ("human_ci_high", "Human CI high"),
+                     ("evaluator", "Evaluator only"), ("evaluator_ci_low", "Evaluator CI low"),
+                     ("evaluator_ci_high", "Evaluator CI high"), ("lambda", "Lambda"),
+                     ("effective_labels", "Effective labels"), ("n_labelled", "Labelled"),
+                     ("n_unlabelled", "Unlabelled"), ("note", "Note")],
+                    notes=list(report.get("notes", [])))
+    ranks = {row["system"]: row["rank"] for row in report.get("ranking", [])}
+    for row in report.get("systems", []):
+        human, judge = row["human_only"], row["evaluator_only"]
+        systems.rows.append({
+            "rank": ranks.get(row["system"]), "system": row["display"],
+            **_estimate_cells(row["estimate"]), "human": human["mean"],
+            "human_ci_low": human["ci"][0], "human_ci_high": human["ci"][1],
+            "evaluator": judge["mean"], "evaluator_ci_low": judge["ci"][0],
+            "evaluator_ci_high": judge["ci"][1], "lambda": row["lambda"],
+            "effective_labels": row["effective_labels"], "n_labelled": row["n_labelled"],
+            "n_unlabelled": row["n_unlabelled"]})
+    names = {row["system"]: row["display"] for row in report.get("systems", [])}
+    differences = Table("anchored_differences", f"{title}: PPI++ differences A − B (95% CI)",
+                        [("a", "A"), ("b", "B"), ("value", "Difference"), ("ci_low", "CI low"),
+                         ("ci_high", "CI high"), ("p_value", "p"), ("note", "Note")])
+    for row in report.get("differences", []):
+        differences.rows.append({"a": names.get(row["a"], row["a"]),
+                                 "b": names.get(row["b"], row["b"]), **_estimate_cells(row),
+                                 "p_value": (row.get("params") or {}).get("p_value")})
+    return [systems, differences]
+
+
 # --- rendering ----------------------------------------------------------------------------------
 
 
@@ -474,7 +510,9 @@ def display_table(table: Table) -> dict:
             continue
         if key.endswith("_p") and key[:-2] in keys:
             continue
-        if key == "value" and "ci_low" in keys:
+        if key.endswith(("_ci_low", "_ci_high")) and key.rsplit("_ci_", 1)[0] in keys:
+            continue  # shown with its value, like ci_low and ci_high
+        if (key == "value" and "ci_low" in keys) or f"{key}_ci_low" in keys:
             header = f"{header} [95% CI]"
         plan.append(key)
         headers.append(header)
@@ -484,8 +522,10 @@ def display_table(table: Table) -> dict:
         for key in plan:
             value = row.get(key)
             text = (value or "") if key == "note" else _display_number(value, key)
-            if key == "value" and "ci_low" in keys and row.get("ci_low") is not None:
-                text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+            low = "ci_low" if key == "value" else f"{key}_ci_low"
+            if low in keys and row.get(low) is not None:
+                high = row[low.replace("_low", "_high")]
+                text += f" [{row[low]:.3f}, {high:.3f}]"
             if f"{key}_p" in keys and row.get(f"{key}_p") is not None:
                 text += f" ({_display_number(row[f'{key}_p'], f'{key}_p')})"
             cells.append({"text": text, "numeric": isinstance(value, int | float)

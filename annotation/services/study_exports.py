@@ -122,6 +122,7 @@ def study_bundle_write(*, study: Study, path: Path, progress=None) -> dict:
                 files[f"{stem}.json|csv|tex"] = (f"metric–human correlation of {evaluator}"
                                                  + (f", split by {by}" if by else ""))
             progress("correlation", done, len(evaluators))
+        reports += _write_anchored(archive, files, study, evaluators)
         coupling = report_selectors.study_coupling(study=study)
         archive.writestr("coupling.json", json.dumps(coupling, indent=2, ensure_ascii=False))
         files["coupling.json"] = "inter-factor Kendall tau-b per rater type (humans, judges)"
@@ -134,6 +135,28 @@ def study_bundle_write(*, study: Study, path: Path, progress=None) -> dict:
             agreement["study"], files, exports.methods_used(*reports)))
     tmp.replace(path)
     return {"files": len(files), "annotation_rows": rows, "evaluators": len(evaluators)}
+
+
+def _write_anchored(archive, files: dict, study: Study, evaluators) -> list[dict]:
+    """anchored/<evaluator>-<metric>-<aspect>.json|csv|tex: the human-anchored (PPI++) scores
+    of every evaluator metric named like a numeric human field."""
+    from .. import report_selectors
+
+    written = []
+    for evaluator in evaluators:
+        for metric, aspect in report_selectors.study_anchored_pairs(study=study,
+                                                                    evaluator=evaluator):
+            report = report_selectors.study_anchored(study=study, evaluator=evaluator,
+                                                     aspect=aspect, metric=metric)
+            stem = "anchored/" + "-".join(slugify(part.replace(":", "-")) or "x"
+                                          for part in (evaluator, metric, aspect))
+            tables = exports.anchored_tables(report)
+            for fmt, suffix in (("json", "json"), ("csv", "csv"), ("latex", "tex")):
+                archive.writestr(f"{stem}.{suffix}", exports.render(report, tables, fmt))
+            files[f"{stem}.json|csv|tex"] = (f"human-anchored (PPI++) system scores: "
+                                             f"{evaluator} {metric} on the human {aspect}")
+            written.append(report)
+    return written
 
 
 def _study_configuration(study: Study) -> dict:

@@ -22,7 +22,12 @@ called significant:
   ``ARENA_SYSTEMS`` systems of known Bradley–Terry strengths, ``ARENA_VOTES_PER_COLUMN`` votes per
   dialogue of the column: Bradley–Terry against the population Bradley–Terry rating, Elo against
   the expected online Elo after that many votes (its only fixed target; statistics.md "Arena");
-  Bradley–Terry also on systems spread twice as wide, with the share of arenas shown intervals.
+  Bradley–Terry also on systems spread twice as wide, with the share of arenas shown intervals;
+- ``ppi_coverage``: the human-anchored PPI++ mean (``ppi.anchored_mean``, study report and
+  ``manage.py anchored``) with the column's number of labelled dialogues (2–8 turns each: about
+  50, 150 and 500 labelled turns at 10, 30, 100) and ten times as many unlabelled ones, for
+  simulated judges correlated 0, 0.3, 0.6 and 0.9 with the humans, unbiased or biased; with
+  each coverage the mean and the largest ratio of the PPI++ to the human-only interval width.
 
 Design: each dialogue has 2–8 turns (uniform), a dialogue effect and turn noise of equal variance
 (intra-dialogue correlation 0.5); binary turns draw a dialogue success rate from Beta(3, 7)
@@ -47,6 +52,7 @@ from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.clustered import cluster_mean, paired_cluster_difference
 from evaluation.lib.stats.comparison import compare_systems
 from evaluation.lib.stats.correlation import correlation_with_ci, rank_evaluators
+from evaluation.lib.stats.ppi import AnchoredSample, anchored_mean
 from leaderboard.lib.rank_tables import better_matrices, cluster_tables
 
 DIALOGUE_COUNTS = (10, 30, 100)
@@ -56,6 +62,7 @@ LEVEL = 0.05
 # family-wise error at most 5% (plus Monte Carlo slack when judging a finite run).
 COVERAGE_TOLERANCE = 0.02
 LEVEL_TOLERANCE = 0.01
+PPI_WIDTH_LIMIT = 1.05  # the PPI++ interval never more than 5% wider than the human-only one
 
 
 @dataclass
@@ -64,7 +71,8 @@ class Check:
 
     key: str
     label: str
-    kind: str  # coverage | size | fwer | shown (a share, no goal) | power (no goal)
+    # coverage | size | fwer | width (PPI++ / human-only width) | shown | power | ratio (no goal)
+    kind: str
     code_path: str
     values: dict[int, float] = field(default_factory=dict)
 
@@ -73,18 +81,24 @@ class Check:
             return "(share)"
         if self.kind == "power":
             return "(power)"
+        if self.kind == "ratio":
+            return "(mean)"
         if self.kind == "coverage":
             return f"{NOMINAL:.2f} ± {COVERAGE_TOLERANCE:.2f}"
         if self.kind == "size":
             return f"{LEVEL:.2f} ± {LEVEL_TOLERANCE:.2f}"
+        if self.kind == "width":
+            return f"≤ {PPI_WIDTH_LIMIT:.2f}"
         return f"≤ {LEVEL:.2f}"
 
     def within_goal(self, value: float, reps: int) -> bool:
         """Whether ``value`` meets the goal, allowing two Monte Carlo standard errors."""
-        if self.kind in ("shown", "power"):
+        if self.kind in ("shown", "power", "ratio"):
             return True
         if math.isnan(value):  # no study showed an interval: nothing to judge
             return True
+        if self.kind == "width":  # a ratio of widths, not a share: no Monte Carlo slack
+            return value <= PPI_WIDTH_LIMIT
         target = NOMINAL if self.kind == "coverage" else LEVEL
         slack = 2.0 * math.sqrt(target * (1.0 - target) / max(reps, 1))
         if self.kind == "coverage":
@@ -398,6 +412,64 @@ def arena_coverage(rng, count: int, method: str) -> float | None:
     return float(np.mean(covered)) if covered else None
 
 
+PPI_CORRELATIONS = (0.0, 0.3, 0.6, 0.9)
+PPI_UNLABELLED_PER_LABELLED = 10  # unlabelled dialogues per labelled one
+
+
+def _ppi_judge(rng, human, clusters, correlation: float, biased: bool):
+    """A judge correlated CORRELATION with the humans' turn values (variance 2). Biased: shifted
+    by 1 and scaled by 2 (which PPI++ ignores exactly) and half its error shared by the turns of
+    a dialogue (a per-dialogue bias, which the clustered variance must carry)."""
+    if biased:
+        error = (rng.normal(size=clusters.max() + 1)[clusters]
+                 + rng.normal(size=clusters.size)) / math.sqrt(2.0)
+    else:
+        error = rng.normal(size=clusters.size)
+    judge = correlation * human / math.sqrt(2.0) + math.sqrt(1.0 - correlation**2) * error
+    return 1.0 + 2.0 * judge if biased else judge
+
+
+def ppi_coverage(rng, dialogues: int, correlation: float, biased: bool) -> tuple[bool, float]:
+    """(whether the PPI++ interval covers the human mean 0, its width / the human-only width)
+    for DIALOGUES labelled dialogues and ten times as many unlabelled ones."""
+    unlabelled = PPI_UNLABELLED_PER_LABELLED * dialogues
+    human, clusters = _gaussian_turns(rng, _dialogue_sizes(rng, dialogues + unlabelled))
+    judge = _ppi_judge(rng, human, clusters, correlation, biased)
+    labelled = clusters < dialogues
+    result = anchored_mean(AnchoredSample(human[labelled], judge[labelled], clusters[labelled],
+                                          judge[~labelled], clusters[~labelled]))
+    ppi, human_only = result.ppi, result.human_only
+    ratio = (ppi.ci_high - ppi.ci_low) / (human_only.ci_high - human_only.ci_low)
+    return bool(ppi.ci_low <= 0.0 <= ppi.ci_high), float(ratio)
+
+
+def _ppi_key(correlation: float, biased: bool) -> str:
+    return f"ppi_r{round(10 * correlation)}" + ("_biased" if biased else "")
+
+
+def _ppi_figures(reps: int, seed: int, dialogues: int, correlation: float,
+                 biased: bool) -> tuple[float, float, float]:
+    """(coverage, mean width ratio, largest width ratio) over REPS simulated studies."""
+    rng = np.random.default_rng(seed)
+    runs = [ppi_coverage(rng, dialogues, correlation, biased) for _ in range(reps)]
+    ratios = [ratio for _, ratio in runs]
+    return float(np.mean([hit for hit, _ in runs])), float(np.mean(ratios)), float(max(ratios))
+
+
+def _ppi_checks() -> list[Check]:
+    checks = []
+    for biased in (False, True):
+        for correlation in PPI_CORRELATIONS:
+            key, judge = _ppi_key(correlation, biased), f"r={correlation:.1f}" + (
+                ", biased" if biased else "")
+            path = "ppi.anchored_mean (study report, manage.py anchored)"
+            checks += [Check(key, f"95% CI of a PPI++ mean, judge {judge}", "coverage", path),
+                       Check(f"{key}_width", "  mean width ratio PPI++ / human only", "ratio",
+                             path),
+                       Check(f"{key}_width_max", "  largest width ratio", "width", path)]
+    return checks
+
+
 def _share(simulate: Callable[[np.random.Generator], bool], reps: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     return float(np.mean([simulate(rng) for _ in range(reps)]))
@@ -478,6 +550,7 @@ def _checks() -> list[Check]:
               "arena.arena_table method=bt (arena page, export, API)"),
         Check("arena_elo", "95% CI of Elo vs expected Elo (9 sys, 10x votes)", "coverage",
               "arena.arena_table method=elo (arena page, export, API)"),
+        *_ppi_checks(),
     ]
 
 
@@ -559,7 +632,22 @@ def run_checks(
                                   for _ in range(reps)])
                 by_key[key].values[dialogues] = float(pairs[:, 0].mean())
                 by_key[f"{key}_jackknife"].values[dialogues] = float(pairs[:, 1].mean())
+        _run_ppi(by_key, reps, base, dialogues, only)
     return [check for check in checks if check.values]
+
+
+def _run_ppi(by_key: dict[str, Check], reps: int, base: int, dialogues: int,
+             only: Sequence[str] | None) -> None:
+    for k, (biased, correlation) in enumerate((b, r) for b in (False, True)
+                                              for r in PPI_CORRELATIONS):
+        key = _ppi_key(correlation, biased)
+        if only is not None and not {key, f"{key}_width", f"{key}_width_max"} & set(only):
+            continue
+        coverage, mean_ratio, max_ratio = _ppi_figures(reps, base + 20 + k, dialogues,
+                                                       correlation, biased)
+        by_key[key].values[dialogues] = coverage
+        by_key[f"{key}_width"].values[dialogues] = mean_ratio
+        by_key[f"{key}_width_max"].values[dialogues] = max_ratio
 
 
 def report_text(checks: Sequence[Check], reps: int) -> str:

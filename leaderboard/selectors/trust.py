@@ -31,6 +31,7 @@ class Trust:
 
     chosen: rule.Candidate | None
     href: str = ""
+    anchored_href: str = ""  # the optional human-anchored (PPI++) view of the column
 
     @property
     def text(self) -> str:
@@ -95,15 +96,19 @@ def column_trust(*, benchmark, columns: Iterable, user) -> dict[str, Trust]:
         by_column[(row[0], row[1])].append(
             rule.Candidate(*row[:11], current=interval_is_current(row[11], row[12])))
     board_url = reverse("annotation:metric_board", args=["__slug__"])
+    anchored_url = reverse("annotation:metric_board_anchored", args=["__slug__"])
     out = {}
     for column in columns:
         chosen = rule.best(by_column.get((column.evaluator, column.metric), ()),
                            higher_is_better=column.direction == "higher")
-        href = ""
+        href = anchored = ""
         if chosen is not None:
             href = board_url.replace("__slug__", chosen.study) + "?" + urlencode(
                 {"aspect": chosen.aspect})
-        out[f"{column.evaluator}:{column.metric}"] = Trust(chosen, href)
+            anchored = anchored_url.replace("__slug__", chosen.study) + "?" + urlencode(
+                {"evaluator": column.evaluator, "metric": column.metric,
+                 "aspect": chosen.aspect})
+        out[f"{column.evaluator}:{column.metric}"] = Trust(chosen, href, anchored)
     return out
 
 

@@ -147,3 +147,17 @@ def test_yes_no_rows_show_every_interval_and_the_wide_arena_counts_only_those_sh
     assert 0.85 <= payload["alpha_rare"] < 1.0
     assert 0.3 <= payload["arena_bt_wide_shown"] < 1.0
     assert payload["arena_bt_wide"] >= 0.85
+
+
+def test_ppi_checks_cover_and_never_widen(capsys):
+    """The human-anchored rows (ppi.anchored_mean): a useless judge keeps the human-only width,
+    a good one narrows it; 60 studies of 30 labelled dialogues per design."""
+    call_command("bench_calibration", "--reps", "60", "--dialogues", "30", "--json", "--only",
+                 "ppi_r0", "ppi_r9", "ppi_r9_biased")
+    checks = {c["key"]: c["values"]["30"] for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert set(checks) == {"ppi_r0", "ppi_r0_width", "ppi_r0_width_max", "ppi_r9",
+                           "ppi_r9_width", "ppi_r9_width_max", "ppi_r9_biased",
+                           "ppi_r9_biased_width", "ppi_r9_biased_width_max"}
+    assert min(checks["ppi_r0"], checks["ppi_r9"], checks["ppi_r9_biased"]) >= 0.85
+    assert checks["ppi_r0_width_max"] <= 1.0 + 1e-12 and checks["ppi_r0_width"] > 0.9
+    assert checks["ppi_r9_width"] < 0.6

@@ -233,6 +233,40 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "Bradley–Terry rating 94.5–94.8% of the time in simulated arenas of 9 systems and "
         "100–1,000 votes (bench_calibration)."
     ),
+    "ppi_mean": (
+        "Human-anchored mean (PPI++, Angelopoulos, Duchi & Zrnic 2024): θ = λ × the evaluator's "
+        "mean over the units humans did not label + the mean of (human − λ × evaluator) over "
+        "the labelled units, unbiased for the human mean for any λ, whatever the evaluator's "
+        "scale. λ minimises the dialogue-clustered variance (power tuning), clipped to [0, 1]: "
+        "λ = 0 is the human-only mean. The 95% interval is θ ± t × SE, SE from a stratified "
+        "delete-one-dialogue jackknife (labelled dialogues, and the others; λ re-tuned in each) "
+        "and t with the Bell–McCaffrey df of the labelled dialogues, as for every cluster mean. "
+        "When that variance exceeds the human-only one, PPI++ falls back to the human-only mean, "
+        "so its interval is never wider. Effective labels = n × Var(human-only) / Var(PPI++). "
+        "Coverage is measured by bench_calibration."
+    ),
+    "ppi_human_only_mean": (
+        "The mean of the human labels (each unit's mean over its annotators) on the units that "
+        "also have an evaluator score, with the cluster jackknife-t interval of every "
+        "leaderboard mean (cluster_t_mean): PPI++ at λ = 0."
+    ),
+    "ppi_evaluator_only_mean": (
+        "The evaluator's mean over every unit of the system it scored (labelled or not), with "
+        "the cluster jackknife-t interval of every leaderboard mean. It estimates the "
+        "evaluator's mean, not the humans': its bias is not corrected."
+    ),
+    "ppi_difference": (
+        "Difference of two systems' PPI++ means with a stratified cluster jackknife-t interval: "
+        "each dialogue is left out of both systems at once (systems scored on the same "
+        "dialogues are correlated; on disjoint ones the variances add), t with the smaller of "
+        "the two systems' df; two-sided p-value from the same t."
+    ),
+    "ppi_holm_tie_aware_rank": (
+        "Human-anchored ranking: a system's rank is 1 + the number of systems whose PPI++ mean "
+        "is significantly better, each pair tested with the PPI++ difference and Holm's "
+        "step-down procedure over all pairs (family-wise error at most 5%); systems that "
+        "cannot be told apart share a rank."
+    ),
 }
 
 

@@ -16,6 +16,7 @@ from evaluation.lib.stats import (
     comparison,
     correlation,
     label_summaries,
+    ppi,
 )
 from evaluation.lib.stats.methods import METHOD_DESCRIPTIONS
 from evaluation.lib.stats.results import Correlation, Estimate, PairedTest
@@ -66,6 +67,11 @@ def _every_method_name():
         {"m": {1: 1, 2: 2, 3: 3}}, {1: 1, 2: 3, 3: 2}
     )
     names.add(ranked[0].estimate.method)
+    sample = ppi.AnchoredSample([1, 2, 3], [1, 3, 2], ["a", "b", "c"], [2, 3], ["d", "e"])
+    a = ppi.anchored_mean(sample)
+    names |= {a.ppi.method, a.human_only.method, a.evaluator_only.method,
+              ppi.anchored_difference(a, a).method,
+              ppi.anchored_ranking({"A": a})[0].estimate.method}
     return names
 
 
@@ -81,7 +87,7 @@ def test_statistics_package_imports_no_django():
         "evaluation.lib.stats.bootstrap, evaluation.lib.stats.comparison, "
         "evaluation.lib.stats.clustered, leaderboard.lib.calibration, "
         "evaluation.lib.stats.correlation, "
-        "evaluation.lib.stats.methods, evaluation.lib.stats.timing; "
+        "evaluation.lib.stats.methods, evaluation.lib.stats.timing, evaluation.lib.stats.ppi; "
         "sys.exit(any(name.split('.')[0] == 'django' for name in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
