@@ -188,9 +188,9 @@ def test_query_count_does_not_grow_with_the_number_of_systems(client, django_ass
         rank_snapshots_refresh(benchmark=Benchmark.objects.get(slug=slug), protocol="turn")
     with CaptureQueriesContext(connection) as queries:
         client.get(few)
-    # benchmark, its boards (simulated-… protocols), runs, summaries, rank snapshots, and the
-    # trust row's stored correlations
-    assert len(queries) <= 6
+    # benchmark, its boards (simulated-… protocols), runs, summaries, rank snapshots, the
+    # trust row's stored correlations, and the benchmark's arena (the "Battle" link)
+    assert len(queries) <= 7
     with django_assert_num_queries(len(queries)):
         page = client.get(many).content.decode()
     assert len(system_rows(page)) == 30
