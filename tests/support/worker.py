@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,11 +45,18 @@ def celery_worker(broker_url: str, var_dir: Path, **extra_env):
     """
     env = {**os.environ, "DJANGO_ENV": "development", "DATABASE_URL": database_url(),
            "CELERY_BROKER_URL": broker_url, "CONCORD_VAR_DIR": str(var_dir), **extra_env}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency=1",
-         "--without-mingle", "--without-gossip", "--loglevel=INFO"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    var_dir.mkdir(parents=True, exist_ok=True)
+    # The log goes to a file, not a pipe: nobody reads a pipe while the worker runs, and a
+    # worker whose pipe is full blocks on its next log line.
+    log = tempfile.NamedTemporaryFile("w", dir=var_dir, prefix="worker-", suffix=".log",
+                                      delete=False)
+    with log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency=1",
+             "--without-mingle", "--without-gossip", "--loglevel=INFO"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+        )
+    process.log_path = Path(log.name)
     app.conf.task_always_eager = False
     try:
         yield Connection(broker_url, transport_options=transport_options(broker_url, var_dir)), \
@@ -69,10 +77,11 @@ def wait_for_job(job, process, *, seconds: float = 90) -> None:
         time.sleep(0.3)
         job.refresh_from_db()
     if not job.is_finished:
-        process.terminate()
-        pytest.fail("the worker never finished the job:\n" + process.communicate()[0][-3000:])
+        pytest.fail("the worker never finished the job:\n" + worker_log(process)[-3000:])
 
 
 def worker_log(process) -> str:
+    """Stop the worker; its whole log."""
     process.terminate()
-    return process.communicate(timeout=30)[0]
+    process.wait(timeout=30)
+    return process.log_path.read_text(errors="replace")
