@@ -78,7 +78,8 @@ def test_each_parallel_test_process_gets_its_own_folder_redis_database_and_sqlit
                   PYTEST_XDIST_WORKER="gw3", PYTEST_XDIST_WORKER_COUNT="4",
                   DATABASE_URL="sqlite:///" + str(tmp_path / "x.sqlite3"),
                   CELERY_BROKER_URL="redis://127.0.0.1:6379")
-    assert four.stdout.splitlines()[-1].split()[1:4] == ["redis://127.0.0.1:6379/12"] * 3, four.stderr
+    assert four.stdout.splitlines()[-1].split()[1:4] == ["redis://127.0.0.1:6379/12"] * 3, \
+        four.stderr
 
 
 def test_a_worker_started_by_a_parallel_test_keeps_the_urls_it_is_given(tmp_path):
@@ -89,8 +90,8 @@ def test_a_worker_started_by_a_parallel_test_keeps_the_urls_it_is_given(tmp_path
         ", settings.DATABASES['default']['TEST']['NAME']", ""), tmp_path=tmp_path,
         DJANGO_ENV="development", PYTEST_XDIST_WORKER="gw1", PYTEST_XDIST_WORKER_COUNT="2",
         CELERY_BROKER_URL="redis://127.0.0.1:6379/15")
-    assert result.stdout.splitlines()[-1].split() == [str(tmp_path)] + ["redis://127.0.0.1:6379/15"] * 3, \
-        result.stderr
+    expected = [str(tmp_path)] + ["redis://127.0.0.1:6379/15"] * 3
+    assert result.stdout.splitlines()[-1].split() == expected, result.stderr
 
 
 def test_more_parallel_test_processes_than_redis_databases_are_refused(tmp_path):
