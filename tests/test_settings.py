@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -80,6 +82,23 @@ def test_each_parallel_test_process_gets_its_own_folder_redis_database_and_sqlit
                   CELERY_BROKER_URL="redis://127.0.0.1:6379")
     assert four.stdout.splitlines()[-1].split()[1:4] == ["redis://127.0.0.1:6379/12"] * 3, \
         four.stderr
+
+
+def test_without_a_broker_url_parallel_test_processes_share_out_the_default_redis(tmp_path):
+    """As in CI: no CELERY_BROKER_URL, Redis answering on 127.0.0.1, so database 15 shifted
+    per process (gw0 15, gw1 7 of two)."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=0.3).close()
+    except OSError:
+        pytest.skip("needs Redis on 127.0.0.1:6379")
+    urls = [manage("shell", "-c", SHOW_TEST_PROCESS, tmp_path=tmp_path, DJANGO_ENV="test",
+                   PYTEST_XDIST_WORKER=process, PYTEST_XDIST_WORKER_COUNT="2",
+                   DATABASE_URL="sqlite:///" + str(tmp_path / "x.sqlite3"),
+                   CELERY_BROKER_URL="").stdout.splitlines()[-1].split()[1]
+            for process in ("gw0", "gw1")]
+    assert urls == ["redis://127.0.0.1:6379/15", "redis://127.0.0.1:6379/7"]
 
 
 def test_a_worker_started_by_a_parallel_test_keeps_the_urls_it_is_given(tmp_path):
