@@ -57,9 +57,12 @@ lint: install
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
 
-## test: lint, migrations check, then pytest (PostgreSQL/Redis on 127.0.0.1 when reachable)
+## test: lint, migrations check, then pytest (PostgreSQL/Redis on 127.0.0.1 when reachable) in
+## TEST_PROCESSES parallel processes (pytest-xdist), one per core and at most 8; a test file's
+## tests stay in one process (--dist loadfile: a module's real worker starts once)
+TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 8 ? n : 8 )))
 test: install browser lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile
 
 clean:
 	rm -rf $(VENV) var

@@ -10,6 +10,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -96,7 +97,31 @@ if DJANGO_ENV not in {"development", "production", "test"}:
 PRODUCTION = DJANGO_ENV == "production"
 TESTING = DJANGO_ENV == "test"
 
-VAR_DIR = Path(env_str("CONCORD_VAR_DIR", str(BASE_DIR / "var")))
+# --- parallel test processes (pytest-xdist: `make test` runs pytest -n N) ---------------------
+# Each test process gwK (PYTEST_XDIST_WORKER; PYTEST_XDIST_WORKER_COUNT of them) gets its own
+# VAR_DIR subfolder (SQLite test file, broker folders, uploads), its own test database
+# (pytest-django appends _gwK to the test database's name) and its own Redis database: the
+# broker URL's index (15 by default) plus K * (16 // count), modulo 16 — with -n 2 and DB 7, gw0
+# uses 7 and gw1 15. Only under DJANGO_ENV=test: a worker process a test starts runs in
+# development mode and is handed the derived URLs, which it must not shift a second time.
+TEST_PROCESS = env_str("PYTEST_XDIST_WORKER") if TESTING else ""
+TEST_PROCESSES = env_int("PYTEST_XDIST_WORKER_COUNT", 1) if TEST_PROCESS else 1
+if not 1 <= TEST_PROCESSES <= 16:
+    raise ImproperlyConfigured(f"PYTEST_XDIST_WORKER_COUNT={TEST_PROCESSES}: at most 16 test "
+                               "processes (one Redis database each)")
+
+
+def _redis_for_test_process(url: str) -> str:
+    """URL with its database index moved to this test process's own (see above)."""
+    if not TEST_PROCESS or not url.startswith("redis://"):
+        return url
+    parts = urlsplit(url)
+    index = int(parts.path.strip("/") or 0)
+    number = int(TEST_PROCESS.removeprefix("gw"))
+    return urlunsplit(parts._replace(path=f"/{(index + number * (16 // TEST_PROCESSES)) % 16}"))
+
+
+VAR_DIR = Path(env_str("CONCORD_VAR_DIR", str(BASE_DIR / "var"))) / TEST_PROCESS
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 # Public human-labelled data sets, as published (docs/formats.md §4). They are never copied into
 # the repository: `load_demo` reads AB-ReDial from here when the folder is present.
@@ -324,6 +349,11 @@ BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 if not CELERY_BROKER_URL and TESTING and _reachable("127.0.0.1", 6379):
     CELERY_BROKER_URL = "redis://127.0.0.1:6379/15"
+# Celery reads CELERY_BROKER_URL from the environment before these settings: a test process
+# writes its own (derived) URL there, so that the tasks it sends reach its own workers.
+CELERY_BROKER_URL = _redis_for_test_process(CELERY_BROKER_URL)
+if TEST_PROCESS and CELERY_BROKER_URL:
+    os.environ["CELERY_BROKER_URL"] = CELERY_BROKER_URL
 if not CELERY_BROKER_URL:
     # Embedded mode: kombu's filesystem transport lets real worker processes consume
     # tasks with no broker server running.

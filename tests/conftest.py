@@ -68,6 +68,17 @@ def tiny_benchmark(db, tiny_bundle_dir):
     return benchmark
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_only_filled_tables(request):
+    """Transactional tests end by emptying the tables they filled rather than by truncating
+    every table (tests/support/flush.py): the same empty database, about 2 s sooner each."""
+    if request.config.pluginmanager.hasplugin("django"):
+        from tests.support.flush import install
+
+        install()
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_login_throttle():
     """Failed-login counts (config/throttle.py) are per test, and so is the memory they fall

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -77,3 +79,71 @@ def test_llm_calls_need_a_positive_deadline(tmp_path):
     result = manage("check", tmp_path=tmp_path, CONCORD_LLM_TIMEOUT_SECONDS="0")
     assert result.returncode != 0
     assert "CONCORD_LLM_TIMEOUT_SECONDS must be positive" in result.stderr
+
+
+SHOW_TEST_PROCESS = (
+    "import os; from django.conf import settings; from config.celery import app; "
+    "print(settings.VAR_DIR, settings.CELERY_BROKER_URL, os.environ['CELERY_BROKER_URL'], "
+    "app.conf.broker_url, settings.DATABASES['default']['TEST']['NAME'])")
+
+
+def test_each_parallel_test_process_gets_its_own_folder_redis_database_and_sqlite_file(
+        tmp_path):
+    """`make test` runs pytest-xdist: gwK of N uses VAR_DIR/gwK and Redis database
+    base + K * 16 // N (mod 16), and Celery sends where the settings say (it reads the
+    environment first)."""
+    seen = {}
+    for process in ("gw0", "gw1"):
+        result = manage("shell", "-c", SHOW_TEST_PROCESS, tmp_path=tmp_path, DJANGO_ENV="test",
+                        PYTEST_XDIST_WORKER=process, PYTEST_XDIST_WORKER_COUNT="2",
+                        DATABASE_URL="sqlite:///" + str(tmp_path / "x.sqlite3"),
+                        CELERY_BROKER_URL="redis://127.0.0.1:6379/7")
+        assert result.returncode == 0, result.stderr
+        seen[process] = result.stdout.splitlines()[-1].split()
+    folder = str(tmp_path)
+    assert seen["gw0"] == [f"{folder}/gw0"] + ["redis://127.0.0.1:6379/7"] * 3 + [
+        f"{folder}/gw0/test.sqlite3"]
+    assert seen["gw1"] == [f"{folder}/gw1"] + ["redis://127.0.0.1:6379/15"] * 3 + [
+        f"{folder}/gw1/test.sqlite3"]
+    four = manage("shell", "-c", SHOW_TEST_PROCESS, tmp_path=tmp_path, DJANGO_ENV="test",
+                  PYTEST_XDIST_WORKER="gw3", PYTEST_XDIST_WORKER_COUNT="4",
+                  DATABASE_URL="sqlite:///" + str(tmp_path / "x.sqlite3"),
+                  CELERY_BROKER_URL="redis://127.0.0.1:6379")
+    assert four.stdout.splitlines()[-1].split()[1:4] == ["redis://127.0.0.1:6379/12"] * 3, \
+        four.stderr
+
+
+def test_without_a_broker_url_parallel_test_processes_share_out_the_default_redis(tmp_path):
+    """As in CI: no CELERY_BROKER_URL, Redis answering on 127.0.0.1, so database 15 shifted
+    per process (gw0 15, gw1 7 of two)."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=0.3).close()
+    except OSError:
+        pytest.skip("needs Redis on 127.0.0.1:6379")
+    urls = [manage("shell", "-c", SHOW_TEST_PROCESS, tmp_path=tmp_path, DJANGO_ENV="test",
+                   PYTEST_XDIST_WORKER=process, PYTEST_XDIST_WORKER_COUNT="2",
+                   DATABASE_URL="sqlite:///" + str(tmp_path / "x.sqlite3"),
+                   CELERY_BROKER_URL="").stdout.splitlines()[-1].split()[1]
+            for process in ("gw0", "gw1")]
+    assert urls == ["redis://127.0.0.1:6379/15", "redis://127.0.0.1:6379/7"]
+
+
+def test_a_worker_started_by_a_parallel_test_keeps_the_urls_it_is_given(tmp_path):
+    """A Celery worker a test starts inherits PYTEST_XDIST_WORKER, but runs in development
+    mode and is handed the test process's already derived URL: shifting it again would make it
+    listen where nothing is sent (the stall of the first parallel attempt)."""
+    result = manage("shell", "-c", SHOW_TEST_PROCESS.replace(
+        ", settings.DATABASES['default']['TEST']['NAME']", ""), tmp_path=tmp_path,
+        DJANGO_ENV="development", PYTEST_XDIST_WORKER="gw1", PYTEST_XDIST_WORKER_COUNT="2",
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/15")
+    expected = [str(tmp_path)] + ["redis://127.0.0.1:6379/15"] * 3
+    assert result.stdout.splitlines()[-1].split() == expected, result.stderr
+
+
+def test_more_parallel_test_processes_than_redis_databases_are_refused(tmp_path):
+    result = manage("check", tmp_path=tmp_path, DJANGO_ENV="test", PYTEST_XDIST_WORKER="gw0",
+                    PYTEST_XDIST_WORKER_COUNT="17")
+    assert result.returncode != 0
+    assert "PYTEST_XDIST_WORKER_COUNT=17: at most 16 test processes" in result.stderr

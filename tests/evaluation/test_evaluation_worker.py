@@ -3,6 +3,7 @@ is executed by a real Celery worker process, which records progress and results.
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from config.celery import app
 from evaluation.models import Job, Run
@@ -23,10 +24,18 @@ def worker(transactional_db, tmp_path, settings, monkeypatch):
 
 
 def enqueue_on(broker):
-    """`task_enqueue` sending to this test's broker, not the settings' one."""
+    """`task_enqueue` sending to this test's broker, not the settings' one, and recording the
+    send on the job as `task_enqueue` does: a job left looking unsent is sent a second time by
+    the worker's sweep once it is RESEND_AFTER old (on a loaded machine the worker's start
+    sweep came that late), and then reads two attempts."""
 
-    def enqueue(task, *args, job_id=None):
-        transaction.on_commit(lambda: app.tasks[task].apply_async(args, connection=broker))
+    def enqueue(task, *args, job_id=None, countdown=0):
+        def send():
+            app.tasks[task].apply_async(args, connection=broker, countdown=countdown or None)
+            if job_id is not None:
+                Job.objects.filter(pk=job_id, enqueued_at=None).update(enqueued_at=timezone.now())
+
+        transaction.on_commit(send)
 
     return enqueue
 

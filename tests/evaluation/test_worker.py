@@ -11,9 +11,11 @@ from tests.support.worker import FILESYSTEM, celery_worker, wait_for_job, worker
 
 
 def _brokers():
-    yield FILESYSTEM
+    yield pytest.param(FILESYSTEM, id="filesystem")
     if settings.CELERY_BROKER_URL.startswith("redis://"):
-        yield settings.CELERY_BROKER_URL
+        # The id names the kind, not the URL: each parallel test process has its own Redis
+        # database, and every process must collect the same test ids.
+        yield pytest.param(settings.CELERY_BROKER_URL, id="redis")
 
 
 @pytest.fixture(params=list(_brokers()))

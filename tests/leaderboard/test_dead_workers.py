@@ -89,6 +89,7 @@ def test_a_killed_worker_s_run_reads_failed_in_seconds_and_its_owner_retries_it(
     assert Submission.objects.count() == used
 
 
+@pytest.mark.django_db  # no second connection here: rolled back, not flushed
 def test_only_the_owner_retries_and_only_a_failed_run(client, queued_run, outsider, staff):
     url = reverse("run_retry", args=[queued_run.pk])
     client.force_login(outsider)

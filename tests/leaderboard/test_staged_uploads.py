@@ -6,6 +6,7 @@ a URL to poll. Nothing partial: a rejected file leaves no submission, no run, no
 the staged file is deleted either way. Only the uploader and staff see a staged upload."""
 
 import json
+import shutil
 
 import pytest
 from django.conf import settings as django_settings
@@ -17,9 +18,9 @@ from config.roles import RESEARCHER
 from evaluation.models import Benchmark, Job, Run, Submission
 from evaluation.services.submissions import submissions_today, system_create
 from tests.conftest import _user
-from tests.support.broker import broker_at, unreachable_broker
+from tests.support.broker import unreachable_broker
 from tests.support.submissions import tiny_lines
-from tests.support.worker import celery_worker, wait_for_job
+from tests.support.worker import tasks_to_workers, wait_for_job, wait_until_idle, worker_process
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.skipif(not django_settings.CELERY_BROKER_URL.startswith("redis://"),
@@ -47,12 +48,40 @@ def small_threshold(settings, media_root):
     return settings
 
 
+@pytest.fixture(scope="module")
+def module_media(tmp_path_factory):
+    return tmp_path_factory.mktemp("staged-uploads") / "media"
+
+
 @pytest.fixture
-def worker(small_threshold, media_root, tmp_path):
-    with celery_worker(django_settings.CELERY_BROKER_URL, tmp_path,
-                       MEDIA_ROOT=str(media_root), NLI_MODEL_PATH="",
-                       CONCORD_DAILY_SUBMISSION_QUOTA=str(QUOTA)) as (_, process):
+def media_root(settings, module_media):
+    """The module's media folder (its worker's MEDIA_ROOT), empty for each test."""
+    settings.MEDIA_ROOT = module_media
+    yield module_media
+    shutil.rmtree(module_media, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def module_worker(django_db_setup, module_media):
+    """One worker process for the module's tests (each one's start and stop cost seconds). Its
+    periodic sweep is off (its start sweep finds nothing): no test here relies on it, and it
+    must not touch a later test's jobs. Nothing is queued between these tests (the others run
+    tasks eagerly); the test that queues tasks before its own worker starts lives in
+    test_staged_quota.py, where no other worker can take them."""
+    with worker_process(django_settings.CELERY_BROKER_URL, module_media.parent,
+                        MEDIA_ROOT=str(module_media), NLI_MODEL_PATH="",
+                        CONCORD_DAILY_SUBMISSION_QUOTA=str(QUOTA),
+                        CONCORD_JOB_SWEEP_SECONDS="3600") as process:
         yield process
+
+
+@pytest.fixture
+def worker(module_worker, small_threshold, media_root):
+    """The module's worker runs this test's tasks, and has finished them (and the tasks they
+    queued) before the next test begins."""
+    with tasks_to_workers():
+        yield module_worker
+        wait_until_idle(django_settings.CELERY_BROKER_URL, module_worker)
 
 
 @pytest.fixture
@@ -144,37 +173,6 @@ def test_the_api_answers_202_and_a_url_to_poll(client, worker, tiny_benchmark, r
             "message": "blank line"} in polled["errors"]
     assert Submission.objects.count() == 1 and submissions_today(system) == 1
     assert not _staged_files(media_root)
-
-
-def test_staged_uploads_over_the_quota_store_nothing(client, small_threshold, tiny_benchmark,
-                                                     researcher, system, media_root, tmp_path):
-    """Three staged while the quota of two had room: the worker counts under the quota's lock,
-    so two become submissions and the third is refused with nothing stored; once the quota is
-    used, a large upload is refused at once (429), before anything is staged."""
-    token = Token.objects.create(user=researcher)
-    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
-    with broker_at(django_settings.CELERY_BROKER_URL):  # queued; no worker runs them yet
-        ids = [client.post(reverse("leaderboard:api_submissions"),
-                           {"system": system.slug, "benchmark": "tiny", "file": _file()},
-                           **auth).json()["id"] for _ in range(QUOTA + 1)]
-    assert len(_staged_files(media_root)) == QUOTA + 1
-    with celery_worker(django_settings.CELERY_BROKER_URL, tmp_path, MEDIA_ROOT=str(media_root),
-                       NLI_MODEL_PATH="", CONCORD_DAILY_SUBMISSION_QUOTA=str(QUOTA)) as (_, worker):
-        jobs = [Job.objects.get(pk=pk) for pk in ids]
-        for job in jobs:
-            wait_for_job(job, worker)
-    assert sorted(job.status for job in jobs) == ["failed", "succeeded", "succeeded"]
-    refused = next(job for job in jobs if job.status == Job.Status.FAILED)
-    assert refused.result == {"quota": True} and "used its 2 submissions" in refused.error
-    assert Submission.objects.count() == QUOTA and Run.objects.count() == QUOTA
-    assert not _staged_files(media_root)
-    again = client.post(reverse("leaderboard:api_submissions"),
-                        {"system": system.slug, "benchmark": "tiny", "file": _file()}, **auth)
-    assert again.status_code == 429
-    assert Job.objects.count() == (QUOTA + 1) + QUOTA  # the staged ones and the runs'
-    client.force_login(researcher)
-    page = client.get(reverse("leaderboard:submission_staged", args=[refused.pk]))
-    assert "Daily quota reached" in page.content.decode()
 
 
 def test_hidden_only_large_upload_gets_the_generic_refusal(client, worker, tiny_benchmark,
