@@ -1,6 +1,7 @@
 """Total deadlines and hostile answers of the live HTTP client (issue 28.3 and 28.4;
 docs/operations.md, "Deadlines and hostile answers"), against real servers on 127.0.0.1."""
 
+import socket
 import threading
 import time
 
@@ -37,6 +38,54 @@ def test_a_server_trickling_one_header_byte_a_second_times_out_within_the_budget
     assert caught.value.message == "timed out after 4 s (2 attempts of at most 2 s each)"
     assert 3.9 <= took <= 4.0 + MARGIN
     assert len(server.requests) == 2
+
+
+class _TricklingTls:
+    """A loopback TCP server that starts a TLS handshake record and then sends one byte of it
+    every 0.2 s: the handshake never ends, and no single read ever waits long."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.sendall(b"\x16\x03\x03\x40\x00")  # a 16 KiB handshake record follows…
+                while not self.stop.wait(0.2):
+                    try:
+                        conn.sendall(b"\x00")
+                    except OSError:
+                        break
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+def test_a_tls_handshake_that_never_ends_is_cut_at_the_deadline():
+    """A handshake reads inside the ssl module, where the per-read re-set cannot reach; the ssl
+    module bounds the whole handshake by the socket's timeout (CPython 3.5 and later), which is
+    the budget left when the connection was made, so the call still ends at its deadline."""
+    server = _TricklingTls()
+    try:
+        started = time.monotonic()
+        with pytest.raises(LiveCallError) as caught:
+            client(f"https://127.0.0.1:{server.port}/crs", timeout_seconds=1.5,
+                   max_retries=0).turn(LiveRequest("tiny", "d", 1, (), "hello"))
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    assert caught.value.kind == "timeout", caught.value
+    assert caught.value.message == "timed out after 1.5 s"
+    assert took <= 1.5 + MARGIN
 
 
 def test_a_trickled_body_counts_against_the_same_budget():
