@@ -652,7 +652,7 @@ def study_face_optimize(request, slug):
         face_optimization_create,
         face_optimization_estimate,
     )
-    from evaluation.services.llm_runs import model_options
+    from evaluation.services.llm_models import model_options
     from evaluation.services.spending import spending_preview
 
     try:
@@ -683,7 +683,7 @@ def study_face_evaluate(request, slug):
     study = get_study_for_user(request.user, slug, write=True)
     from evaluation.lib.llm.gateway import LLMConfigurationError
     from evaluation.services.face_optimization import FaceOptimizationError, face_runs_create
-    from evaluation.services.llm_runs import model_options
+    from evaluation.services.llm_models import model_options
 
     version = request.POST.get("version", "")
     try:

@@ -83,7 +83,7 @@ def llm_model_options(opts: dict, model: str | None = None) -> dict:
     """A run-configuration model entry from the command's LLM options (MODEL overrides)."""
     # Imported here: the LLM layer loads litellm, which takes seconds to import.
     from evaluation.lib.llm.gateway import LLMConfigurationError
-    from evaluation.services.llm_runs import model_options
+    from evaluation.services.llm_models import model_options
 
     try:
         return model_options(profile=opts.get("profile"), model=model or opts.get("model"),

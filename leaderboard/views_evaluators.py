@@ -19,13 +19,12 @@ from evaluation.lib.llm.evaluators import EVALUATORS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.models import LLMSpend
 from evaluation.services.face_optimization import FaceOptimizationError, face_instructions_resolve
+from evaluation.services.llm_models import llm_profile_choices, model_options
 from evaluation.services.llm_runs import (
     DuplicateRun,
     LLMRunFailed,
-    llm_profile_choices,
     llm_run_create,
     llm_run_estimate,
-    model_options,
 )
 from evaluation.services.spending import spending_preview
 

@@ -25,12 +25,12 @@ from evaluation.models import AutoEvaluation, AutoEvaluator, Benchmark, Submissi
 from evaluation.selectors.auto_evaluation import auto_evaluation_spent_today
 from evaluation.selectors.benchmarks import scored_splits
 from evaluation.services.face_optimization import FaceOptimizationError, face_instructions_resolve
+from evaluation.services.llm_models import model_options
 from evaluation.services.llm_runs import (
     DuplicateRun,
     LLMRunFailed,
     llm_run_create,
     llm_run_estimate,
-    model_options,
 )
 from evaluation.services.spending import EXEMPT
 

@@ -53,13 +53,8 @@ from evaluation.models import (
 )
 from evaluation.services import spending as spending_rules
 from evaluation.services.jobs import job_begin, job_create, job_finish, job_progress
-from evaluation.services.llm_runs import (
-    DuplicateRun,
-    RunUsage,
-    llm_gateway,
-    llm_run_create,
-    model_config,
-)
+from evaluation.services.llm_models import RunUsage, llm_gateway, model_config
+from evaluation.services.llm_runs import DuplicateRun, llm_run_create
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from evaluation.lib.rankers.embeddings import EmbeddingsUnavailable, shared_enco
 from evaluation.models import Benchmark, System
 from evaluation.selectors.benchmarks import benchmark_bundle
 from evaluation.services.credentials import credential_check, credential_secret
-from evaluation.services.llm_runs import llm_gateway, model_config, model_options
+from evaluation.services.llm_models import llm_gateway, model_config, model_options
 from evaluation.services.submissions import system_create, system_get_or_create_baseline
 
 # The threads in-process baselines answer on (this process's; their callers wait at most the

@@ -24,7 +24,7 @@ from evaluation.lib.llm.responders import rag_citation_turn, zero_shot_turn
 from evaluation.lib.progress import Progress, no_progress
 from evaluation.lib.rankers.context import Catalogue, turn_contexts
 from evaluation.selectors.benchmarks import benchmark_bundle
-from evaluation.services.llm_runs import RunUsage, llm_gateway, model_config
+from evaluation.services.llm_models import RunUsage, llm_gateway, model_config
 from evaluation.services.submissions import submission_create, system_get_or_create_baseline
 
 

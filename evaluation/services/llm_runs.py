@@ -12,7 +12,6 @@ and the system-level summaries with studentized cluster CIs. `run_process` (serv
 
 import logging
 import statistics
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -55,134 +54,28 @@ from evaluation.lib.llm.face.aspects import parse_aspects
 from evaluation.lib.llm.face.prompts import initial_instruction
 from evaluation.lib.llm.face.scoring import LogprobsUnavailable
 from evaluation.lib.llm.gateway import (
-    LLMConfigurationError,
     LLMGateway,
     ModelConfig,
-    UsageMeter,
     token_cost,
 )
 from evaluation.lib.llm.judging import AspectScore
 from evaluation.lib.llm.pepper_judge import judge_pepper_log
-from evaluation.lib.llm.profiles import DEFAULT as DEFAULT_PROFILE
-from evaluation.lib.llm.profiles import SETTING as PROFILES_SETTING
-from evaluation.lib.llm.profiles import ModelProfile, default_profile
 from evaluation.lib.llm.trace_judge import judge_trace_turn
 from evaluation.lib.progress import Progress, no_progress
 from evaluation.models import DebateTurn, FaceTurn, Job, LLMSpend, Run, Submission, UnitScore
-from evaluation.response_cache import DatabaseResponseCache
 from evaluation.selectors.benchmarks import benchmark_bundle, scored_splits
 from evaluation.services import spending as spending_rules
 from evaluation.services.jobs import ExpectedFailure, job_create
+from evaluation.services.llm_models import RunUsage, llm_gateway, model_config
 from evaluation.services.results import summaries_upsert
 
 logger = logging.getLogger(__name__)
 
-# The openai SDK refuses to send a request without some key; local OpenAI-compatible servers
-# (vLLM, Ollama, evaluation.lib.llm.local_server) ignore it.
-LOCAL_SERVER_KEY = "no-key-needed"
 UNITS_PER_CHUNK = 10
 
 
 class LLMRunFailed(ExpectedFailure):
     """Not one usable answer: the model is unreachable, refused every call or never parsed."""
-
-
-# --- model configuration -------------------------------------------------------------------
-
-
-def llm_profiles() -> dict[str, ModelProfile]:
-    """The operator's model profiles by name: the implicit `default` (the CONCORD_LLM_*
-    settings) and CONCORD_LLM_PROFILES (whose own `default` replaces it)."""
-    default = default_profile(model=settings.LLM_MODEL, api_base=settings.LLM_API_BASE,
-                              key_variable=settings.LLM_API_KEY_ENV)
-    return {DEFAULT_PROFILE: default, **settings.LLM_PROFILES}
-
-
-def llm_profile_choices() -> list[ModelProfile]:
-    """The profiles a user may pick: those with a model, `default` first."""
-    return [profile for profile in llm_profiles().values() if profile.model]
-
-
-def llm_profile(name: str | None) -> ModelProfile:
-    """The profile called NAME (None: `default`); LLMConfigurationError when there is none."""
-    profiles = llm_profiles()
-    profile = profiles.get(name or DEFAULT_PROFILE)
-    if profile is None:
-        offered = ", ".join(p.name for p in llm_profile_choices()) or "none"
-        raise LLMConfigurationError(f"model profile {name!r} is not one the operator offers "
-                                    f"({PROFILES_SETTING}): choose one of {offered}")
-    return profile
-
-
-def model_options(*, profile: str | None = None, model: str | None = None,
-                  temperature: float | None = None, max_tokens: int | None = None) -> dict:
-    """One model's entry in a run configuration: the operator's PROFILE (default: `default`)
-    and its model, or MODEL in its place (the command line's --model). Records the profile's
-    name and the model, never an address, a key or the variable holding one."""
-    chosen = llm_profile(profile)
-    model = model or chosen.model
-    if not model:
-        raise LLMConfigurationError("no LLM is configured: set CONCORD_LLM_MODEL or pass --model "
-                                    "(see docs/llm.md)")
-    return {
-        "profile": chosen.name,
-        "model": model,
-        "temperature": settings.LLM_TEMPERATURE if temperature is None else float(temperature),
-        "max_tokens": max_tokens or settings.LLM_MAX_TOKENS or None,
-    }
-
-
-def model_config(options: dict) -> ModelConfig:
-    """The gateway's ModelConfig for a run-configuration entry (see `model_options`). Where the
-    model is and which key it gets come from the operator's profile alone (an older entry's
-    `api_base` or `api_key_env` is ignored). A profile with an address but no credential sends
-    a placeholder key, never a provider variable litellm would read from the environment."""
-    profile = llm_profile(options.get("profile"))
-    api_key = LOCAL_SERVER_KEY if profile.api_base and not profile.key_variable else None
-    return ModelConfig(model=options["model"], api_base=profile.api_base, api_key=api_key,
-                       api_key_env=profile.key_variable,
-                       temperature=options.get("temperature", 0.0),
-                       max_tokens=options.get("max_tokens"), timeout=settings.LLM_TIMEOUT_SECONDS)
-
-
-def llm_gateway() -> LLMGateway:
-    """A gateway on the shared database cache with the configured concurrency and retries."""
-    return LLMGateway(DatabaseResponseCache(), max_concurrency=settings.LLM_MAX_CONCURRENCY,
-                      max_retries=settings.LLM_MAX_RETRIES,
-                      backoff_base=settings.LLM_BACKOFF_SECONDS)
-
-
-class RunUsage:
-    """A run's total usage and its parts (factors, debate, …); each part also adds to the total."""
-
-    def __init__(self) -> None:
-        self.total = UsageMeter()
-        self.stages: dict[str, UsageMeter] = {}
-        self._lock = threading.Lock()  # the gateway's worker threads ask for stages concurrently
-
-    def stage(self, name: str) -> UsageMeter:
-        with self._lock:
-            if name not in self.stages:
-                self.stages[name] = _StageMeter(self.total)
-            return self.stages[name]
-
-    def summary(self, *, model: str, units: int) -> dict:
-        return {**self.total.summary(), "model": model, "units": units,
-                "stages": {name: meter.summary() for name, meter in self.stages.items()}}
-
-
-class _StageMeter(UsageMeter):
-    def __init__(self, total: UsageMeter) -> None:
-        super().__init__()
-        self._total = total
-
-    def record(self, result) -> None:
-        super().record(result)
-        self._total.record(result)
-
-    def record_failure(self) -> None:
-        super().record_failure()
-        self._total.record_failure()
 
 
 # --- creating a run ------------------------------------------------------------------------

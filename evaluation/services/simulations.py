@@ -92,7 +92,7 @@ from evaluation.services.jobs import (
     task_enqueue,
 )
 from evaluation.services.live import live_client
-from evaluation.services.llm_runs import RunUsage, llm_gateway, model_config, model_options
+from evaluation.services.llm_models import RunUsage, llm_gateway, model_config, model_options
 from evaluation.services.results import summaries_upsert, unit_scores_upsert
 from evaluation.services.submissions import submission_create, today_bounds
 from evaluation.signals import results_changed_notify

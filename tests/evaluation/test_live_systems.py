@@ -16,7 +16,7 @@ from evaluation.services.live import (
     live_system_create,
     system_set_live,
 )
-from evaluation.services.llm_runs import model_options
+from evaluation.services.llm_models import model_options
 from evaluation.services.submissions import system_create
 from tests.support.live_server import first_items, live_server
 

@@ -7,7 +7,7 @@ import pytest
 
 from evaluation.models import Job
 from evaluation.services.live import live_system_create
-from evaluation.services.llm_runs import model_options
+from evaluation.services.llm_models import model_options
 from evaluation.services.simulations import simulation_create
 from tests.evaluation.simulation_fixtures import run_all
 from tests.support.live_server import live_server

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from evaluation.models import AutoEvaluation, AutoEvaluator, Benchmark, Job, Run, Submission
 from evaluation.services.auto_evaluation import auto_evaluator_save
-from evaluation.services.llm_runs import llm_run_create, llm_run_estimate, model_options
+from evaluation.services.llm_models import model_options
+from evaluation.services.llm_runs import llm_run_create, llm_run_estimate
 from evaluation.services.submissions import system_create
 from tests.conftest import PASSWORD
 from tests.evaluation.llm_fixtures import LOGS, llm_settings  # noqa: F401

@@ -10,7 +10,8 @@ from rest_framework.test import APIClient
 
 from evaluation.models import Job, LLMSpend, Run, Simulation, Submission
 from evaluation.services.live import live_system_create
-from evaluation.services.llm_runs import llm_run_create, model_options
+from evaluation.services.llm_models import model_options
+from evaluation.services.llm_runs import llm_run_create
 from tests.evaluation.llm_fixtures import MODEL, llm_settings, log_submission  # noqa: F401
 from tests.evaluation.simulation_fixtures import sim_benchmark  # noqa: F401
 from tests.support.live_server import live_server

@@ -17,7 +17,8 @@ from evaluation.lib.llm.cost_report import count_tokens
 from evaluation.lib.llm.gateway import token_cost
 from evaluation.lib.llm.pepper_judge import build_pepper_messages
 from evaluation.models import Job, Run, Submission
-from evaluation.services.llm_runs import llm_run_estimate, model_options
+from evaluation.services.llm_models import model_options
+from evaluation.services.llm_runs import llm_run_estimate
 from evaluation.services.runs import run_process
 from tests.conftest import PASSWORD
 from tests.evaluation.llm_fixtures import LOGS, MODEL, llm_settings, log_submission  # noqa: F401

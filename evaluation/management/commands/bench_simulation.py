@@ -32,7 +32,7 @@ from evaluation.lib.simulators.bench_server import BenchLLMServer
 from evaluation.models import Benchmark, Job
 from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.live import live_baselines_ensure
-from evaluation.services.llm_runs import model_options
+from evaluation.services.llm_models import model_options
 from evaluation.services.simulations import simulation_batch_process, simulation_create
 from evaluation.services.spending import EXEMPT
 
