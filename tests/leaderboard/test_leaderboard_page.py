@@ -253,3 +253,10 @@ def test_t2r_shows_its_no_hit_rule_and_how_many_dialogues_it_applies_to(client, 
     _, run = board_world["runs"]["base"]
     detail = client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert "no hit: turns + 1 (2 of 3 dialogues)" in detail
+
+
+def test_every_header_cell_of_the_board_has_a_name(client, board_world):
+    """Issue 34.8 (axe's empty-table-header): a screen reader names every column."""
+    page = client.get(reverse("leaderboard:board", args=["tiny", "turn"])).content.decode()
+    headers = re.findall(r"<th\b[^>]*>(.*?)</th>", page, re.S)
+    assert headers and all(re.sub(r"<[^>]+>", "", cell).strip() for cell in headers), headers
