@@ -369,6 +369,8 @@ def _correlation_choice(request, study) -> tuple[list[str], str, str, list[str]]
                                                by=request.GET.get("by") or "")
     except ValueError as exc:
         raise Http404(str(exc)) from None
+    if evaluator and evaluator not in evaluators:  # asked for by name: shown, with what it lacks
+        evaluators = [*evaluators, evaluator]
     return evaluators, evaluator or (evaluators[0] if evaluators else ""), by, keys
 
 

@@ -140,7 +140,7 @@ def arena_battle_retry(request, uuid):
     """Ask the systems that failed to answer the last message again (the same message)."""
     battle = get_battle_for_request(request, uuid)
     wait = _throttled(request, "message", settings.ARENA_MESSAGES_PER_HOUR_SESSION,
-                      settings.ARENA_MESSAGES_PER_HOUR_ADDRESS)
+                      settings.ARENA_MESSAGES_PER_HOUR_ADDRESS, battle.user_id)
     if wait:
         return _too_many(request, wait, "leaderboard/_arena_body.html",
                          {"view": battle_view(battle=battle)})

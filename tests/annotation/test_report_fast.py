@@ -223,7 +223,9 @@ def test_report_statement_counts_stay_small(client, generated):
         assert client.get(url).status_code == 200
     # warm: session, user, study, evaluators, grouping keys, field specs, fingerprint (4)…
     assert len(warm) <= 15, [q["sql"][:80] for q in warm.captured_queries]
-    assert len(cold) <= 30, [q["sql"][:80] for q in cold.captured_queries]
+    # cold: +2 since the evaluators on offer are those sharing labelled units (their runs, one
+    # count of the shared units)
+    assert len(cold) <= 32, [q["sql"][:80] for q in cold.captured_queries]
     assert not [q for q in cold.captured_queries + warm.captured_queries
                 if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
     board = reverse("annotation:metric_board", args=[study.slug])

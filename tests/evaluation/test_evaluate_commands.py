@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evaluation.models import Job, Run, Submission, System, UnitScore
-from tests.support.submissions import EXPECTED, tiny_lines, write_lines
+from tests.support.submissions import EXPECTED, stored_files, tiny_lines, write_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -76,7 +76,7 @@ def test_evaluate_rejects_a_bad_file_with_line_numbers_and_stores_nothing(tiny_b
             "pool") in str(caught.value)
     assert not System.objects.exists() and not Submission.objects.exists()
     assert not Run.objects.exists() and not UnitScore.objects.exists()
-    assert not (tmp_path / "media").exists() or not any((tmp_path / "media").rglob("*.jsonl"))
+    assert not (tmp_path / "media").exists() or not stored_files(tmp_path / "media")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -30,5 +30,5 @@ def test_the_documented_suite_version_is_the_code_s():
     from evaluation.lib.metrics.suite import SUITE_VERSION
 
     text = DOC.read_text(encoding="utf-8")
-    versions = set(re.findall(r"(?:version|Suite version) (\d+\.\d+\.\d+)", text))
+    versions = set(re.findall(r"(?:`trace` \(version|Suite version) (\d+\.\d+\.\d+)", text))
     assert versions == {SUITE_VERSION}, versions

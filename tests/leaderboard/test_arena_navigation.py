@@ -12,7 +12,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def arena(tiny_benchmark):
+def arena(tiny_benchmark, settings):
+    settings.LIVE_LOOPBACK_PORTS = [(9, 9)]  # allowed, and nothing listens: calls fail
     systems = [System.objects.create(slug=f"secret-bot-{n}", name=f"Secret Bot {n}",
                                      live_kind="http", live_endpoint=f"http://127.0.0.1:9/{n}",
                                      live_max_retries=0) for n in range(2)]

@@ -12,7 +12,7 @@ from rest_framework.authtoken.models import Token
 from evaluation.models import Job, Run, Submission
 from evaluation.services.submissions import submissions_today
 from tests.support.broker import unreachable_broker
-from tests.support.submissions import tiny_lines
+from tests.support.submissions import stored_files, tiny_lines
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +44,7 @@ def test_an_upload_while_the_broker_is_down_stores_nothing(client, settings, tin
                                     "Try again in a minute."}
     assert not Submission.objects.exists() and not Run.objects.exists()
     assert not Job.objects.exists()
-    assert not list(media_root.rglob("*.jsonl"))
+    assert not stored_files(media_root)
     assert submissions_today(system) == 0  # the quota of one is still there to use
     response = client.post(url, {"benchmark": "tiny", "file": _file()}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and Submission.objects.count() == 1

@@ -15,6 +15,7 @@ from evaluation.models import Benchmark, Job, Run, Submission
 from evaluation.services.submissions import system_create
 from tests.conftest import PASSWORD
 from tests.evaluation.llm_fixtures import LOGS
+from tests.support.submissions import stored_files
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +81,7 @@ def test_an_invalid_log_file_gets_the_line_numbered_report_and_nothing_is_stored
             "<td>duplicate log id &#x27;log-d1&#x27; (first on line 1)</td>") in html
     assert "<code>$.turns[1].recommended_item_ids[0]</code>" in html
     assert "unknown item id &#x27;zzz&#x27;" in html
-    assert not Submission.objects.exists() and not list(media_root.rglob("*.jsonl"))
+    assert not Submission.objects.exists() and not stored_files(media_root)
     response = post_form(browser, mine, logs_file(logs), htmx=False)
     assert response.status_code == 422
 
@@ -126,7 +127,7 @@ def test_the_api_uploads_a_log_file_and_reports_its_problems_by_line(api, mine, 
     assert answer.json()["errors"] == [{"file": "logs.jsonl", "line": 1,
                                         "path": "$.dialogue_id",
                                         "message": "unknown dialogue id 'd9'"}]
-    assert not Submission.objects.exists() and not list(media_root.rglob("*.jsonl"))
+    assert not Submission.objects.exists() and not stored_files(media_root)
     answer = api.post(url, {"system": "mine", "benchmark": "tiny", "protocol": "log",
                             "file": logs_file()}, format="multipart")
     assert answer.status_code == 201, answer.content
@@ -147,7 +148,7 @@ def test_logs_of_hidden_dialogues_wait_for_the_release(api, mine, log_benchmark,
         "file": "logs.jsonl", "line": 3, "path": "$.dialogue_id",
         "message": "dialogue 'd3' is a hidden dialogue; logs of hidden dialogues are accepted "
                    "once the benchmark's owner releases the hidden scores"}]
-    assert not Submission.objects.exists() and not list(media_root.rglob("*.jsonl"))
+    assert not Submission.objects.exists() and not stored_files(media_root)
     from django.utils import timezone
 
     Benchmark.objects.filter(pk=log_benchmark.pk).update(hidden_released_at=timezone.now())

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.models import Job, Submission
 from evaluation.services.submissions import QuotaExceeded, submission_submit, system_create
-from tests.support.submissions import write_lines
+from tests.support.submissions import stored_files, write_lines
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_a_refused_upload_stores_no_file(settings, tiny_benchmark, researcher, c
     submit(system, tiny_benchmark, researcher, content)
     with pytest.raises(QuotaExceeded):
         submit(system, tiny_benchmark, researcher, content)
-    assert len(list(media_root.rglob("*.jsonl"))) == 1
+    assert len(stored_files(media_root)) == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -113,4 +113,4 @@ def test_twenty_concurrent_uploads_with_quota_five_accept_exactly_five(
         thread.join(timeout=120)
     assert sorted(outcomes) == ["accepted"] * 5 + ["refused"] * 15
     assert Submission.objects.filter(system__owner=researcher).count() == 5
-    assert len(list(media_root.rglob("*.jsonl"))) == 5
+    assert len(stored_files(media_root)) == 5

@@ -13,7 +13,7 @@ from evaluation.services.submissions import (
     system_create,
     system_get_or_create_baseline,
 )
-from tests.support.submissions import tiny_lines, write_lines
+from tests.support.submissions import stored_files, tiny_lines, write_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -22,10 +22,6 @@ pytestmark = pytest.mark.django_db
 def media_root(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.MEDIA_ROOT
-
-
-def stored_files(media_root) -> list:
-    return sorted(media_root.rglob("*.jsonl")) if media_root.exists() else []
 
 
 def test_system_slugs_are_unique(researcher):

@@ -19,7 +19,7 @@ from evaluation.models import Benchmark, Job, Run, Submission
 from evaluation.services.submissions import submissions_today, system_create
 from tests.conftest import _user
 from tests.support.broker import unreachable_broker
-from tests.support.submissions import tiny_lines
+from tests.support.submissions import stored_files, tiny_lines
 from tests.support.worker import tasks_to_workers, wait_for_job, wait_until_idle, worker_process
 
 pytestmark = [pytest.mark.django_db(transaction=True),
@@ -137,7 +137,7 @@ def test_a_rejected_large_upload_gets_line_numbered_errors_and_stores_nothing(
     assert not Submission.objects.exists() and not Run.objects.exists()
     assert Job.objects.count() == 1  # no run's job either
     assert submissions_today(system) == 0
-    assert not _staged_files(media_root) and not list(media_root.rglob("*.jsonl"))
+    assert not _staged_files(media_root) and not stored_files(media_root)
     page = client.get(answer["Location"]).content.decode()
     assert "The file is not valid — nothing was stored" in page
     assert "<td class=\"num\">2</td>" in page and "unknown item id" in page
@@ -239,7 +239,7 @@ def test_a_large_upload_while_the_broker_is_down_stores_nothing(client, small_th
     assert api.json() == {"detail": "The evaluation queue is unavailable; nothing was stored. "
                                     "Try again in a minute."}
     assert not Job.objects.exists() and not Submission.objects.exists()
-    assert not _staged_files(media_root) and not list(media_root.rglob("*.jsonl"))
+    assert not _staged_files(media_root) and not stored_files(media_root)
     assert submissions_today(system) == 0
 
 

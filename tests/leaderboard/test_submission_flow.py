@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from evaluation.models import Submission, System
 from evaluation.services.submissions import system_create
-from tests.support.submissions import tiny_lines
+from tests.support.submissions import stored_files, tiny_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_an_invalid_file_gets_a_line_numbered_report_and_nothing_is_stored(
     assert '<td class="num">2</td><td><code>$.dialogue_id</code></td>' \
            "<td>unknown dialogue id &#x27;nope&#x27;</td>" in html
     assert "<td class=\"num\">3</td>" in html and "unknown item id" in html
-    assert not Submission.objects.exists() and not list(media_root.rglob("*.jsonl"))
+    assert not Submission.objects.exists() and not stored_files(media_root)
     # without htmx the whole page comes back, with 422
     response = post_upload(client, mine, upload(lines), htmx=False)
     assert response.status_code == 422 and "<html" in response.content.decode()
@@ -81,7 +81,7 @@ def test_a_valid_file_shows_progress_then_results_and_a_publish_button(
     assert 'data-status="succeeded"' in html and "publish-button" in html
     assert "hx-trigger" not in html  # polling stops
     assert ">0.750</a>" in html  # recall@1
-    stored = list(media_root.rglob("*.jsonl"))
+    stored = stored_files(media_root)
     assert len(stored) == 1 and str(django_settings.STATIC_ROOT) not in str(stored[0])
 
 

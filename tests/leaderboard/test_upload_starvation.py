@@ -13,6 +13,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from evaluation.models import Submission
+from tests.support.submissions import stored_files
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,4 +88,4 @@ def test_other_pages_answer_while_two_junk_uploads_are_in_flight(live_server, ti
         assert messages[0] == "blank line"
         assert messages[-1] == "reading stopped at line 49 after 49 problems"
     assert not Submission.objects.exists()
-    assert not list((tmp_path / "media").rglob("*.jsonl"))  # the staged files are deleted
+    assert not stored_files(tmp_path / "media")  # the staged files are deleted

@@ -48,3 +48,13 @@ def write_lines(path: Path, lines: list[dict] | None = None) -> Path:
     path.write_text("".join(json.dumps(line) + "\n" for line in (lines or tiny_lines())),
                     encoding="utf-8")
     return path
+
+
+def stored_files(media_root, pattern: str = "*.jsonl") -> list:
+    """Files under MEDIA_ROOT an upload could have left, leaving out the benchmark downloads
+    every import builds (MEDIA_ROOT/downloads/, evaluation.services.downloads)."""
+    from pathlib import Path
+
+    root = Path(media_root)
+    return sorted(path for path in root.rglob(pattern)
+                  if path.relative_to(root).parts[0] != "downloads")

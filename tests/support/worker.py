@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
@@ -52,8 +53,12 @@ def celery_worker(broker_url: str, var_dir: Path, **extra_env):
 def worker_process(broker_url: str, var_dir: Path, **extra_env):
     """The worker process alone: a module-scoped fixture keeps one for its tests, each of which
     sends it tasks inside `tasks_to_workers()`."""
+    # a worker runs in development mode, but calls the test's live systems on the test's
+    # loopback ports (config/settings.py: CONCORD_LIVE_LOOPBACK_PORTS)
+    ports = ",".join(f"{low}-{high}" for low, high in settings.LIVE_LOOPBACK_PORTS)
     env = {**os.environ, "DJANGO_ENV": "development", "DATABASE_URL": database_url(),
-           "CELERY_BROKER_URL": broker_url, "CONCORD_VAR_DIR": str(var_dir), **extra_env}
+           "CELERY_BROKER_URL": broker_url, "CONCORD_VAR_DIR": str(var_dir),
+           "CONCORD_LIVE_LOOPBACK_PORTS": ports, **extra_env}
     var_dir.mkdir(parents=True, exist_ok=True)
     # The log goes to a file, not a pipe: nobody reads a pipe while the worker runs, and a
     # worker whose pipe is full blocks on its next log line.
