@@ -41,7 +41,7 @@ def test_a_pepper_simulation_is_estimated_then_confirmed_or_refused(page, tmp_pa
         page.goto(f"/systems/{system.slug}/simulate/")
         page.select_option("select[name=benchmark]", benchmark.slug)
         page.select_option("select[name=simulator]", "pepper")
-        page.fill("input[name=users]", "3")
+        page.fill("input[name=users]", "2")  # d3 is hidden, not released
         page.fill("input[name=turns]", "3")
         page.click("#simulate-form button[type=submit]")
         assert "tokens" in page.locator("#budget-tokens").inner_text()
@@ -59,7 +59,7 @@ def test_a_pepper_simulation_is_estimated_then_confirmed_or_refused(page, tmp_pa
         page.goto(f"/systems/{system.slug}/simulate/")
         page.select_option("select[name=benchmark]", benchmark.slug)
         page.select_option("select[name=simulator]", "pepper")
-        page.fill("input[name=users]", "3")
+        page.fill("input[name=users]", "2")  # d3 is hidden, not released
         page.fill("input[name=turns]", "3")
         page.click("#simulate-form button[type=submit]")
         problem = page.locator("#budget-problem").inner_text()

@@ -108,7 +108,7 @@ def test_crs_arena_eval_report_and_public_metric_leaderboard(page, live_server, 
     evaluators = [rows.nth(k).locator("td").nth(1).inner_text() for k in range(rows.count())]
     # the imported metric, and the reference-free baselines the import ran (the embedding one
     # by its job, which ran when the import committed)
-    assert set(evaluators) == {"external:length", "reference_free", "reference_free_embedding"}
+    assert {"external:length", "reference_free", "reference_free_embedding"} <= set(evaluators)
     assert evaluators.count("reference_free") == 4, evaluators  # the four lexical metrics
     assert evaluators.count("reference_free_embedding") == 1, evaluators
     assert page.locator("#reference-free-note").count() == 1
