@@ -129,3 +129,22 @@ def leaderboard_world(db, tiny_benchmark, researcher, settings, tmp_path):
 
     settings.MEDIA_ROOT = tmp_path / "media"
     return make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)
+
+
+# The slowest files first: pytest-xdist (`make test`, --dist loadfile) hands files out in
+# collection order, so a slow file collected last runs alone at the end while the other
+# process has nothing left to do. Durations: pytest's --durations report.
+SLOW_FIRST = (
+    "tests/leaderboard/test_api_schemathesis.py",
+    "tests/browser/test_report_pages.py",
+    "tests/evaluation/arena/test_on_sqlite.py",
+    "tests/evaluation/test_run_workers.py",
+    "tests/test_reads_never_write.py",
+    "tests/annotation/test_bench_annotation.py",
+    "tests/test_url_access.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: k for k, path in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
