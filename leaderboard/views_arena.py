@@ -17,6 +17,7 @@ from config.throttle import address_hash, rate_limit_take
 from evaluation.access import get_battle_for_request, get_benchmark_for_user
 from evaluation.models import BattleTurn
 from evaluation.selectors.arena import (
+    SIDES,
     arena_of_benchmark,
     battle_turns,
     battle_view,
@@ -115,6 +116,19 @@ def _body(request, battle, status=200, error=""):
 
 @require_POST
 def arena_battle_say(request, uuid):
+    return _message(request, uuid, lambda battle: (
+        battle_say(battle=battle, text=request.POST.get("message", "")), SIDES))
+
+
+@require_POST
+def arena_battle_retry(request, uuid):
+    """Ask the systems that failed to answer the last message again (the same message)."""
+    return _message(request, uuid, lambda battle: battle_retry(battle=battle))
+
+
+def _message(request, uuid, send):
+    """A message to the battle's systems, new or the last one again: throttled as a message,
+    SEND(battle) -> (index, sides) writes it under the battle's lock, then the calls start."""
     battle = get_battle_for_request(request, uuid)
     # the battle's account, not request.user: reading that would load the session (a query)
     wait = _throttled(request, "message", settings.ARENA_MESSAGES_PER_HOUR_SESSION,
@@ -123,35 +137,14 @@ def arena_battle_say(request, uuid):
         return _too_many(request, wait, "leaderboard/_arena_body.html",
                          {"view": battle_view(battle=battle)})
     try:
-        index = battle_say(battle=battle, text=request.POST.get("message", ""))
+        index, sides = send(battle)
     except ValidationError as error:
         return _body(request, battle, status=400, error=" ".join(error.messages))
-    turns = battle_turns(battle)  # with the new message's rows: the calls' and the page's
-    battle_replies_start(battle=battle, index=index, turns=turns)
-    if not request.headers.get("HX-Request"):
-        return redirect("leaderboard:arena_battle", uuid=battle.uuid)
-    # battle_say found the battle open under its lock: the row read above is still true
-    return render(request, "leaderboard/_arena_body.html",
-                  {"view": battle_view(battle=battle, fresh=True, turns=turns)})
-
-
-@require_POST
-def arena_battle_retry(request, uuid):
-    """Ask the systems that failed to answer the last message again (the same message)."""
-    battle = get_battle_for_request(request, uuid)
-    wait = _throttled(request, "message", settings.ARENA_MESSAGES_PER_HOUR_SESSION,
-                      settings.ARENA_MESSAGES_PER_HOUR_ADDRESS, battle.user_id)
-    if wait:
-        return _too_many(request, wait, "leaderboard/_arena_body.html",
-                         {"view": battle_view(battle=battle)})
-    try:
-        index, sides = battle_retry(battle=battle)
-    except ValidationError as error:
-        return _body(request, battle, status=400, error=" ".join(error.messages))
-    turns = battle_turns(battle)
+    turns = battle_turns(battle)  # with the message's rows: the calls' and the page's
     battle_replies_start(battle=battle, index=index, turns=turns, sides=sides)
     if not request.headers.get("HX-Request"):
         return redirect("leaderboard:arena_battle", uuid=battle.uuid)
+    # SEND found the battle open under its lock: the row read above is still true
     return render(request, "leaderboard/_arena_body.html",
                   {"view": battle_view(battle=battle, fresh=True, turns=turns)})
 
