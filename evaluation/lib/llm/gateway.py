@@ -39,6 +39,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from typing import Any, Protocol  # noqa: E402
 
 from evaluation.lib.deadlines import BoundedPool, Deadline, DeadlineExceeded  # noqa: E402
+from evaluation.lib.llm.answer_format import AnswerFormat, request_parameters  # noqa: E402
 
 
 def _litellm():
@@ -98,6 +99,8 @@ class ModelConfig:
     top_logprobs: int | None = None
     timeout: float = 120.0
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    # How answer formats are sent (evaluation.lib.llm.answer_format.BACKENDS; the profile's).
+    backend: str = "openai"
 
     def generation_parameters(self) -> dict[str, Any]:
         """The parameters sent to the model that can change its answer (part of the cache key)."""
@@ -195,14 +198,17 @@ class InMemoryResponseCache:
             return len(self._data)
 
 
-def cache_key(config: ModelConfig, messages: Messages) -> str:
-    """sha256 over (model, messages, generation parameters) in canonical JSON."""
+def cache_key(config: ModelConfig, messages: Messages,
+              answer_format: AnswerFormat | None = None) -> str:
+    """sha256 over (model, messages, generation parameters, answer format) in canonical JSON."""
     payload = {
         "v": CACHE_FORMAT_VERSION,
         "model": config.model,
         "messages": normalize_messages(messages),
         "parameters": config.generation_parameters(),
     }
+    if answer_format is not None:  # absent when None, so earlier cache entries stay valid
+        payload["answer_format"] = answer_format.canonical()
     return hashlib.sha256(_canonical_json(payload).encode("utf-8")).hexdigest()
 
 
@@ -324,10 +330,14 @@ class LLMGateway:
 
     # -- public API ------------------------------------------------------------------------
     def complete(
-        self, config: ModelConfig, messages: Messages, *, meter: UsageMeter | None = None
+        self, config: ModelConfig, messages: Messages, *, meter: UsageMeter | None = None,
+        answer_format: AnswerFormat | None = None,
     ) -> LLMResult:
-        """One chat completion, from the cache when possible. Raises ``LLMCallError``."""
-        key = cache_key(config, messages)
+        """One chat completion, from the cache when possible. Raises ``LLMCallError``.
+
+        ANSWER_FORMAT constrains the answer where the config's backend can
+        (``answer_format.request_parameters``); the caller still checks it."""
+        key = cache_key(config, messages, answer_format)
         # Identical concurrent requests wait for the first one instead of paying twice.
         with self._in_flight.holding(key):
             stored = self.cache.get(key)
@@ -335,7 +345,7 @@ class LLMGateway:
                 result = _result_from_cache(stored, key)
             else:
                 try:
-                    result = self._call_with_retries(config, messages, key)
+                    result = self._call_with_retries(config, messages, key, answer_format)
                 except LLMCallError:
                     self._record_failure(meter)
                     raise
@@ -350,6 +360,7 @@ class LLMGateway:
         *,
         meter: UsageMeter | None = None,
         return_exceptions: bool = False,
+        answer_format: AnswerFormat | None = None,
     ) -> list[LLMResult | LLMCallError]:
         """Complete each message list (in input order), at most ``max_concurrency`` at a time.
 
@@ -358,7 +369,8 @@ class LLMGateway:
         successful answers are already cached.
         """
         outcomes = self.map(
-            lambda messages: self._complete_or_error(config, messages, meter), batch
+            lambda messages: self._complete_or_error(config, messages, meter, answer_format),
+            batch
         )
         if not return_exceptions:
             for outcome in outcomes:
@@ -380,10 +392,11 @@ class LLMGateway:
 
     # -- internals -------------------------------------------------------------------------
     def _complete_or_error(
-        self, config: ModelConfig, messages: Messages, meter: UsageMeter | None
+        self, config: ModelConfig, messages: Messages, meter: UsageMeter | None,
+        answer_format: AnswerFormat | None = None,
     ) -> LLMResult | LLMCallError:
         try:
-            return self.complete(config, messages, meter=meter)
+            return self.complete(config, messages, meter=meter, answer_format=answer_format)
         except LLMCallError as error:
             return error
 
@@ -397,7 +410,8 @@ class LLMGateway:
         if meter is not None and meter is not self.usage:
             meter.record_failure()
 
-    def _call_with_retries(self, config: ModelConfig, messages: Messages, key: str) -> LLMResult:
+    def _call_with_retries(self, config: ModelConfig, messages: Messages, key: str,
+                           answer_format: AnswerFormat | None = None) -> LLMResult:
         """The call, retries and waits included, within one deadline: config.timeout per
         attempt, timeout × attempts in all. litellm's own timeout bounds each socket read, not
         a request (a server trickling bytes never trips it), so each attempt runs on the
@@ -407,7 +421,7 @@ class LLMGateway:
         while True:
             attempts += 1
             try:
-                kwargs = self._request_kwargs(config, messages)  # a missing key fails here
+                kwargs = self._request_kwargs(config, messages, answer_format)  # key checked
                 budget = min(config.timeout, call.left())
                 with self._slots:
                     response = self._calls.call(
@@ -455,7 +469,8 @@ class LLMGateway:
         return min(delay, self.backoff_max)
 
     @staticmethod
-    def _request_kwargs(config: ModelConfig, messages: Messages) -> dict[str, Any]:
+    def _request_kwargs(config: ModelConfig, messages: Messages,
+                        answer_format: AnswerFormat | None = None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": config.model,
             "messages": normalize_messages(messages),
@@ -464,6 +479,7 @@ class LLMGateway:
             "max_retries": 0,
             **config.generation_parameters(),
         }
+        kwargs.update(request_parameters(answer_format, config.backend))
         if config.api_base:
             kwargs["api_base"] = config.api_base
         api_key = config.resolved_api_key()

@@ -1,0 +1,156 @@
+"""An LLM call's answer format, declared as data (docs/llm.md, "Answer formats").
+
+Each evaluator or simulator prompt declares one ``AnswerFormat``: a JSON schema (the answer is
+one compact JSON value) or, where the answer must stay textual, a regular expression that the
+whole answer matches. The same object constrains the call (the gateway turns it into the
+parameters the model's backend understands: ``request_parameters``) and checks the answer
+(``check``), so what the model is asked for and what Concord accepts cannot drift apart.
+
+Backends (a model profile's ``backend``):
+
+- ``openai``: any OpenAI-compatible API through litellm; a JSON schema goes as
+  ``response_format = {"type": "json_schema", ...}``; a regular expression cannot be sent, so
+  the answer is only checked (parse, then re-ask).
+- ``vllm``: vLLM's OpenAI server; ``guided_json`` / ``guided_regex`` in the request body.
+- ``llama.cpp``: llama.cpp's server; ``json_schema`` in the request body (no regex).
+- ``concord-local``: the built-in server (``evaluation.lib.llm.local_server``); the OpenAI
+  ``response_format`` for a schema and ``guided_regex`` for a regular expression.
+
+Pure Python: no Django import.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+BACKENDS = ("openai", "vllm", "llama.cpp", "concord-local")
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class AnswerFormatError(ValueError):
+    """An answer that does not have the declared format; ``reason`` says why, for the run page."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """NAME (letters, digits, ``_``, ``-``; at most 64, as OpenAI's schema name), and exactly
+    one of JSON_SCHEMA (a JSON Schema object) or REGEX (matched against the whole answer)."""
+
+    name: str
+    json_schema: Mapping[str, Any] | None = field(default=None, hash=False)
+    regex: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"answer format name {self.name!r}: letters, digits, _ and -")
+        if (self.json_schema is None) == (self.regex is None):
+            raise ValueError(f"answer format {self.name}: give exactly one of json_schema, regex")
+        if self.regex is not None:
+            re.compile(self.regex)
+
+    @property
+    def kind(self) -> str:
+        return "json" if self.json_schema is not None else "regex"
+
+    def canonical(self) -> dict[str, Any]:
+        """What identifies the format (part of an LLM call's cache key)."""
+        if self.json_schema is not None:
+            return {"name": self.name, "json_schema": self.json_schema}
+        return {"name": self.name, "regex": self.regex}
+
+    def check(self, text: str) -> Any:
+        """The parsed answer (a JSON value, or the regex match's text); ``AnswerFormatError``
+        when TEXT does not have this format. Schema validation is structural: types,
+        ``required``, ``enum``, ``maxLength``, ``maxItems``, ``minimum``/``maximum``."""
+        if self.regex is not None:
+            if re.fullmatch(self.regex, text.strip(), flags=re.DOTALL) is None:
+                raise AnswerFormatError(f"the answer does not match the {self.name} pattern")
+            return text.strip()
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise AnswerFormatError(f"the answer is not JSON ({error.msg})") from None
+        _validate(value, self.json_schema, "answer")
+        return value
+
+
+def compact_json(value: Any) -> str:
+    """VALUE as compact JSON (no indentation, no spaces): what answers are asked to look like."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def request_parameters(answer_format: AnswerFormat | None, backend: str) -> dict[str, Any]:
+    """The request parameters that constrain a call to ANSWER_FORMAT on BACKEND (litellm
+    keyword arguments; ``extra_body`` for fields a server reads from the body); {} when the
+    backend cannot constrain this format, so the answer is only checked."""
+    if answer_format is None:
+        return {}
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown LLM backend {backend!r} (known: {', '.join(BACKENDS)})")
+    schema, regex = answer_format.json_schema, answer_format.regex
+    if backend == "vllm":
+        return {"extra_body": {"guided_json": dict(schema)} if schema is not None
+                else {"guided_regex": regex}}
+    if backend == "llama.cpp":
+        return {"extra_body": {"json_schema": dict(schema)}} if schema is not None else {}
+    if schema is not None:
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": answer_format.name, "schema": dict(schema), "strict": True}}}
+    if backend == "concord-local":
+        return {"extra_body": {"guided_regex": regex}}
+    return {}
+
+
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _validate(value: Any, schema: Mapping[str, Any], where: str) -> None:
+    expected = schema.get("type")
+    if expected is not None:
+        names = expected if isinstance(expected, list) else [expected]
+        if not any(_is_type(value, name) for name in names):
+            raise AnswerFormatError(f"{where} should be {' or '.join(names)}")
+    if "enum" in schema and value not in schema["enum"]:
+        raise AnswerFormatError(f"{where} is not one of the allowed values")
+    if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
+        raise AnswerFormatError(f"{where} is longer than {schema['maxLength']} characters")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            raise AnswerFormatError(f"{where} is below {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise AnswerFormatError(f"{where} is above {schema['maximum']}")
+    if isinstance(value, list):
+        if len(value) > schema.get("maxItems", len(value)):
+            raise AnswerFormatError(f"{where} has more than {schema['maxItems']} items")
+        if len(value) < schema.get("minItems", 0):
+            raise AnswerFormatError(f"{where} has fewer than {schema['minItems']} items")
+        for index, item in enumerate(value):
+            _validate(item, schema.get("items", {}), f"{where}[{index}]")
+    if isinstance(value, dict):
+        missing = [key for key in schema.get("required", ()) if key not in value]
+        if missing:
+            raise AnswerFormatError(f"{where} lacks {', '.join(missing)}")
+        properties = schema.get("properties", {})
+        if schema.get("additionalProperties") is False:
+            extra = sorted(set(value) - set(properties))
+            if extra:
+                raise AnswerFormatError(f"{where} has unexpected keys {', '.join(extra)}")
+        for key, sub in properties.items():
+            if key in value:
+                _validate(value[key], sub, f"{where}.{key}")
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, _TYPES.get(name, object))
