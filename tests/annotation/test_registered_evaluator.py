@@ -69,8 +69,8 @@ def toy_evaluator():
 
 
 def toy_answer(request) -> str:
-    # Zeta's answers ("plain: …") are helpful, Omega's ("curt: …") are not.
-    helpful = 5 if "plain:" in request.prompt_text else 2
+    # Zeta's answers ("Answer 0: …") are helpful, Omega's ("Answer 1: …") less so.
+    helpful = 5 if "Answer 0:" in request.prompt_text else 2
     if "Noodle Nook" in request.prompt_text:
         helpful -= 1
     return f"Names a place and quotes a review.\n<helpful>{helpful}</helpful>"
@@ -133,7 +133,7 @@ def test_a_registered_evaluator_is_everywhere_evaluators_are(
 
     # its run page: the generic table with its columns and the judge's rationale
     html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
-    assert "Toy helpfulness judge" in html and "Toy helpfulness" in html
+    assert NAME in html and "<th class=\"num\">Toy helpfulness</th>" in html
     assert "Names a place and quotes a review." in html and "tokens per turn" in html
 
     # the study's metric leaderboard ranks its metric against the human labels
