@@ -246,7 +246,7 @@ register(LLMEvaluator(
                DECOMPOSITION_FORMAT, example='Two particles.\n```json\n[{"dialogue_act":'
                '"recommendation","mention":"Try X","user_feedback":""}]\n```'),
         Prompt("score", "a brief reasoning, then the line \"Score: N\" (its logprobs)",
-               format_for=score_format, example="Relevant.\nScore: 4"),
+               format_for=score_format, example="Relevant.\nScore: 1"),
     ),
     options=frozenset({"face"}), configure=_face_configure, estimate=_face_estimate,
     runner="evaluation.services.llm_runs_builtin.execute_face",

@@ -96,7 +96,8 @@ def ask_until_parsed(
 
 # ``<…>`` with at least one space or comma inside: a placeholder such as ``<your statement>``
 # or ``<every candidate id, best match first>``; XML-like tags (``<rating>``, ``</user>``,
-# ``<guideline factor="x">``) are the answer's or the prompt's structure, not placeholders.
+# ``<guideline factor="x">``) and comments (``<!-- … -->``) are the answer's or the prompt's
+# structure, not placeholders.
 _ANGLED = re.compile(r"<([^<>\n]{1,160})>")
 _TAG = re.compile(r'^/?[A-Za-z_][\w.-]*(?:\s+[\w-]+="[^"]*")*\s*/?$')
 
@@ -107,7 +108,8 @@ def prompt_placeholders(messages: Sequence[Mapping[str, Any]]) -> tuple[str, ...
     for message in messages:
         for match in _ANGLED.finditer(str(message.get("content") or "")):
             inner = match.group(1)
-            if (" " in inner or "," in inner) and not _TAG.match(inner.strip()):
+            if (" " in inner or "," in inner) and not inner.startswith(("!", "?")) \
+                    and not _TAG.match(inner.strip()):
                 found.setdefault(match.group(0))
     return tuple(found)
 
