@@ -254,16 +254,6 @@ register(LLMEvaluator(
     report="evaluation.selectors.llm_reports.face_report"))
 
 
-def __getattr__(name: str):
-    # `EVALUATORS`: the registry as a mapping name -> evaluator, read when asked for (so a
-    # registered evaluator is in it).
-    if name == "EVALUATORS":
-        from evaluation.lib.llm.registry import registered
-
-        return {evaluator.name: evaluator for evaluator in registered()}
-    raise AttributeError(name)
-
-
 # Where a model is reached and with which credentials (the operator's profile; older
 # configurations: an address and a variable): not what it answers, so neither part of the
 # configuration hash nor of the cache key (the same model behind another host is the same).
