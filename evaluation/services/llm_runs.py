@@ -274,8 +274,8 @@ class RunContext:
 
 def _context(run: Run) -> RunContext:
     return RunContext(run=run, gateway=llm_gateway(), usage=RunUsage(),
-                    config=model_config(run.config["model"]),
-                    max_reasks=int(run.config.get("max_reasks", 2)))
+                      config=model_config(run.config["model"]),
+                      max_reasks=int(run.config.get("max_reasks", 2)))
 
 
 def _selected(config: dict, units: Sequence) -> list:
