@@ -1,8 +1,8 @@
 """An LLM evaluator is one registered object (issue 29, item 1): a throwaway evaluator defined
 in this module only, registered for these tests and unregistered after them, is a choice of
-`manage.py evaluate`, is offered by a submission's "run an LLM evaluator" page, is estimated
-there, runs against the scripted OpenAI-compatible server, has its run page, and is ranked on
-a study's metric leaderboard, with no other file touched (transactional: the gateway's
+`manage.py evaluate`, is offered by a submission's "run an LLM evaluator" page (and the staff's
+automatic runs), is estimated there, runs against the scripted OpenAI-compatible server, has
+its run page, and is ranked on a study's metric leaderboard, with no other file touched (transactional: the gateway's
 threads write the cache on their own connections)."""
 
 import dataclasses
@@ -130,6 +130,10 @@ def test_a_registered_evaluator_is_everywhere_evaluators_are(
     other = Run.objects.get(evaluator=NAME, submission=omega)
     succeeded(other)  # the task was sent on commit; here the test runs it itself
     assert other.unit_scores.get(unit_id="d1#1").value == 2
+
+    # the staff's automatic runs on new uploads offer it too
+    auto = client.get(reverse("leaderboard:auto_evaluators", args=[omega.benchmark.slug]))
+    assert f'value="{NAME}"' in auto.content.decode()
 
     # its run page: the generic table with its columns and the judge's rationale
     html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
