@@ -7,7 +7,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
+from evaluation.lib.llm.registry import is_llm_evaluator
 from evaluation.selectors import benchmarks as selectors
 from evaluation.selectors.arena import arena_of_benchmark
 from evaluation.selectors.downloads import benchmark_public_download as public_download
@@ -136,7 +136,7 @@ def run_detail(request, run_id):
                "can_retry": run.job.status == "failed" and can_write_run(request.user, run),
                "axes": selectors.metrics_by_axis(results["metrics"]),
                "config_json": selectors.pretty_json(run.config)}
-    if run.evaluator in LLM_EVALUATOR_NAMES:
+    if is_llm_evaluator(run.evaluator):
         from evaluation.selectors.llm_reports import run_llm_report
 
         context["llm"] = run_llm_report(run=run, page=request.GET.get("page"),

@@ -109,7 +109,8 @@ class _FaceInstructionsOnly(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("instructions") and data.get("evaluator") != "face":
+        takes = {spec.name for spec in self.evaluators if "face" in spec.options}
+        if data.get("instructions") and data.get("evaluator") not in takes:
             self.add_error("instructions", "Instruction versions are for FACE only.")
         return data
 
@@ -132,6 +133,7 @@ class LLMEvaluationForm(_FaceInstructionsOnly):
 
     def __init__(self, *args, evaluators=(), profiles=(), **kwargs):
         super().__init__(*args, **kwargs)
+        self.evaluators = list(evaluators)
         self.fields["evaluator"].choices = [(spec.name, f"{spec.title} ({spec.name})")
                                             for spec in evaluators]
         self.fields["profile"].choices = [(p.name, p.title) for p in profiles]
@@ -161,6 +163,7 @@ class AutoEvaluatorForm(_FaceInstructionsOnly):
 
     def __init__(self, *args, evaluators=(), **kwargs):
         super().__init__(*args, **kwargs)
+        self.evaluators = list(evaluators)
         self.fields["evaluator"].choices = [
             (spec.name, f"{spec.title} ({spec.name}, {spec.protocol} submissions)")
             for spec in evaluators]

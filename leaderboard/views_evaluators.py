@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from evaluation.lib.llm.evaluators import EVALUATORS
+from evaluation.lib.llm import registry
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.models import LLMSpend
 from evaluation.services.face_optimization import FaceOptimizationError, face_instructions_resolve
@@ -35,7 +35,7 @@ _CHOICE_ERRORS = (ValueError, LLMConfigurationError, FaceOptimizationError, LLMR
 
 
 def _form(submission, data=None):
-    evaluators = [spec for spec in EVALUATORS.values() if spec.protocol == submission.protocol]
+    evaluators = registry.for_protocol(submission.protocol)
     return LLMEvaluationForm(data, evaluators=evaluators, profiles=llm_profile_choices())
 
 
@@ -43,7 +43,7 @@ def _run_options(form) -> dict:
     """The `llm_run_create`/`llm_run_estimate` keywords of a valid form (raises on a bad one)."""
     data = form.cleaned_data
     face = None
-    if data["evaluator"] == "face":
+    if "face" in registry.get(data["evaluator"]).options:
         versions = [data["instructions"]] if data["instructions"] else []
         face = {"instructions": face_instructions_resolve(versions)}
     return {"evaluator": data["evaluator"], "model": model_options(profile=data["profile"]),

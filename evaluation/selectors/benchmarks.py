@@ -16,7 +16,7 @@ from evaluation.lib.formats.submission import (
     turn_line,
 )
 from evaluation.lib.highlight import quote_segments, span_segments
-from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
+from evaluation.lib.llm import registry as llm_registry
 from evaluation.lib.metrics.recovery import no_hit_note
 from evaluation.lib.metrics.suite import CLOSED, SUITE_NAME, SuiteConfig, metric_specs
 from evaluation.lib.rankers import generate_submission
@@ -316,10 +316,9 @@ def run_metric_specs(run: Run):
     """The metrics the run's evaluator can produce (the Trace suite's or an LLM evaluator's)."""
     if run.evaluator.startswith("simulation."):
         return ()  # preference coverage: its summaries carry everything the page shows
-    if run.evaluator in LLM_EVALUATOR_NAMES:
-        from evaluation.lib.llm.evaluators import EVALUATORS
-
-        return EVALUATORS[run.evaluator].metrics
+    spec = llm_registry.find(run.evaluator)
+    if spec is not None:
+        return spec.metrics
     return metric_specs(run_suite_config(run))
 
 

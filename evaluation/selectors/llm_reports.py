@@ -1,31 +1,25 @@
-"""Reads for LLM evaluator runs: the run page's LLM section (per-factor scores with the judge's
-rationale, the debate transcript, the agreement-over-rounds chart, tokens and money)."""
+"""Reads for LLM evaluator runs: the run page's LLM section (tokens and money, and per unit what
+the judge said: the generic table of an evaluator's scores with their rationale, or what the
+evaluator's own `report` builds: CoRE's factors, debate transcript and agreement-over-rounds
+chart, FACE's particles)."""
 
 from collections import defaultdict
 
 from django.core.paginator import Paginator
 
 from evaluation.lib.charts import agreement_chart
-from evaluation.lib.llm import core_debate
+from evaluation.lib.llm import core_debate, registry
 from evaluation.lib.llm.core_rubrics import DEBATE_ROLES, FACTOR_GUIDELINES
 from evaluation.lib.llm.evaluators import (
-    CORE,
     DEBATE_SCORE,
-    EVALUATORS,
-    FACE,
     FACTOR_MEAN,
-    PEPPER_JUDGE,
     PERSUASIVENESS,
     SESSION_RECALL_KS,
-    criterion_metric,
     factor_metric,
-    pepper_metric,
     session_recall_metric,
 )
 from evaluation.lib.llm.face.aspects import ASPECTS as FACE_ASPECTS
 from evaluation.lib.llm.face.aspects import TURN as FACE_TURN
-from evaluation.lib.llm.pepper_judge import PEPPER_ASPECTS
-from evaluation.lib.llm.trace_judge import CRITERION_ANCHORS, TRACE_CRITERIA
 from evaluation.models import Dialogue, Split
 
 UNITS_PER_PAGE = 10
@@ -34,15 +28,24 @@ UNITS_PER_PAGE = 10
 
 
 def run_llm_report(*, run, include_hidden: bool, page: str | None = None) -> dict:
-    """Everything the run page shows about an LLM run: usage, routing, chart, unit details."""
-    spec = EVALUATORS[run.evaluator]
+    """Everything the run page shows about an LLM run: usage, and the evaluator's section
+    (`template`), built by its `report` or, without one, the generic table of its scores."""
+    spec = registry.get(run.evaluator)
     scores = run.unit_scores.all()
     hidden = Dialogue.objects.filter(benchmark_id=run.submission.benchmark_id,
                                      split=Split.HIDDEN).values("external_id")
     if not include_hidden:
         scores = scores.exclude(dialogue_id__in=hidden)
-    if run.evaluator == FACE:
-        return _face_report(run, spec, scores, hidden if not include_hidden else None, page)
+    build = registry.load(spec.report) if spec.report else aspects_report
+    return {"title": spec.title, "evaluator": run.evaluator, "template": spec.template,
+            "unit_word": spec.unit_word, "usage": usage_view(run.usage), "routing": None,
+            "hidden_left_out": not include_hidden,
+            "failed_units": (run.job.result or {}).get("failed_units", 0),
+            **build(run, spec, scores, None if include_hidden else hidden, page)}
+
+
+def _paged_units(spec, scores, page):
+    """A page of the units that have the evaluator's first metric, and their scores."""
     primary = spec.metrics[0].name
     unit_ids = list(scores.filter(metric=primary).order_by("unit_id")
                     .values_list("unit_id", flat=True))
@@ -50,23 +53,34 @@ def run_llm_report(*, run, include_hidden: bool, page: str | None = None) -> dic
     rows = defaultdict(dict)
     for score in scores.filter(unit_id__in=list(units_page.object_list)):
         rows[score.unit_id][score.metric] = score
-    build = {CORE: _core_unit, PEPPER_JUDGE: _pepper_unit}.get(run.evaluator, _trace_unit)
-    debates = _debates(run, units_page.object_list) if run.evaluator == CORE else {}
+    return units_page, rows
+
+
+def aspects_report(run, spec, scores, _hidden, page) -> dict:
+    """The generic unit table: per unit its scores (`columns`, else every metric) and the
+    judge's rationale or each failure."""
+    units_page, rows = _paged_units(spec, scores, page)
+    columns = list(spec.columns) or [(m.name, m.name) for m in spec.metrics]
+    return {"page": units_page,
+            "units": [_aspect_unit(unit, rows[unit], columns) for unit in units_page.object_list]}
+
+
+def core_report(run, spec, scores, _hidden, page) -> dict:
+    """CoRE's section: the judge per factor, per log its factors and debate, and the
+    agreement-over-rounds chart."""
+    units_page, rows = _paged_units(spec, scores, page)
+    debates = _debates(run, units_page.object_list)
     report = {
-        "title": spec.title,
-        "evaluator": run.evaluator,
-        "usage": usage_view(run.usage),
         "routing": run.job.result.get("routing") if run.job.result else None,
         "page": units_page,
-        "units": [build(unit, rows[unit], debates.get(unit)) for unit in units_page.object_list],
-        "hidden_left_out": not include_hidden,
-        "failed_units": (run.job.result or {}).get("failed_units", 0),
+        "units": [_core_unit(unit, rows[unit], debates.get(unit))
+                  for unit in units_page.object_list],
     }
-    if run.evaluator == CORE and run.config.get("debate"):
+    if run.config.get("debate"):
         max_rounds = int(run.config["debate"].get("max_rounds", 4))
         curve = core_debate.agreement_curve(_all_debates(run), max_rounds=max_rounds,
-                                     tolerance=float(run.config["debate"].get(
-                                         "agreement_tolerance", 0)))
+                                            tolerance=float(run.config["debate"].get(
+                                                "agreement_tolerance", 0)))
         report["curve"] = curve
         view = core_debate.stored_factor_view(run.config["debate"])
         report["debate_form"] = {"factor_view": view, "text": core_debate.FACTOR_VIEWS[view]}
@@ -150,15 +164,6 @@ def _aspect_unit(unit: str, scores: dict, metrics: list[tuple[str, str]]) -> dic
             "scores": [{"name": label, **j} for label, j in judged]}
 
 
-def _trace_unit(unit: str, scores: dict, _debate=None) -> dict:
-    return _aspect_unit(unit, scores, [(criterion_metric(c), CRITERION_ANCHORS[c][0])
-                                       for c in TRACE_CRITERIA])
-
-
-def _pepper_unit(unit: str, scores: dict, _debate=None) -> dict:
-    return _aspect_unit(unit, scores, [(pepper_metric(a), a.capitalize()) for a in PEPPER_ASPECTS])
-
-
 _DEBATE_FIELDS = ("unit_id", "round", "role", "score", "statement", "failure", "carried_over",
                   "attempts")
 
@@ -187,7 +192,7 @@ def _all_debates(run) -> list[core_debate.DebateResult]:
 # --- FACE: particles per turn ------------------------------------------------------------------
 
 
-def _face_report(run, spec, scores, hidden, page) -> dict:
+def face_report(run, spec, scores, hidden, page) -> dict:
     """The FACE run's logs, page by page: per system turn its text, the user's reply, its
     particles with their score per aspect (and the probability outside the grades), the turn's
     aspect scores, or why it could not be decomposed; the log's dialogue-level scores."""
@@ -221,10 +226,7 @@ def _face_report(run, spec, scores, hidden, page) -> dict:
              for unit in on_page]
     versions = {a: (entry or {}).get("version") for a, entry in
                 (run.config.get("instructions") or {}).items()}
-    return {"title": spec.title, "evaluator": run.evaluator, "usage": usage_view(run.usage),
-            "routing": None, "page": units_page, "units": units,
-            "hidden_left_out": hidden is not None,
-            "failed_units": (run.job.result or {}).get("failed_units", 0),
+    return {"page": units_page, "units": units,
             "face": {"versions": versions, "trained_on": len(run.config.get("train_dialogues")
                                                              or [])}}
 

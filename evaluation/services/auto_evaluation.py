@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.lib.formats.submission import TURN
-from evaluation.lib.llm.evaluators import EVALUATORS, FACE
+from evaluation.lib.llm import registry
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.models import AutoEvaluation, AutoEvaluator, Benchmark, Submission
 from evaluation.selectors.auto_evaluation import auto_evaluation_spent_today
@@ -55,14 +55,11 @@ def auto_evaluator_save(*, benchmark: Benchmark, evaluator: str, model: str, use
     instructions on another evaluator or an unknown instruction version raise ValueError (or
     FaceOptimizationError), and nothing is saved."""
     _require_staff(user)
-    spec = EVALUATORS.get(evaluator)
-    if spec is None:
-        raise ValueError(f"unknown LLM evaluator {evaluator!r} (choose from "
-                         f"{', '.join(EVALUATORS)})")
+    spec = registry.get(evaluator)
     if spec.protocol not in (benchmark.protocols or [TURN]):
         raise ValueError(f"{evaluator} reads `{spec.protocol}` submissions, which "
                          f"{benchmark.name} does not take")
-    if instructions and evaluator != FACE:
+    if instructions and "face" not in spec.options:
         raise ValueError("instruction versions are for FACE only")
     for budget in (max_cost_per_submission, max_cost_per_day):
         if budget is not None and budget < 0:
@@ -96,7 +93,7 @@ def _options(config: AutoEvaluator) -> dict:
 def _run_keywords(options: dict) -> dict:
     """`llm_run_create`/`llm_run_estimate` keywords of stored OPTIONS."""
     face = None
-    if options["evaluator"] == FACE:
+    if "face" in registry.get(options["evaluator"]).options:
         versions = [options["instructions"]] if options.get("instructions") else []
         face = {"instructions": face_instructions_resolve(versions)}
     return {"evaluator": options["evaluator"], "model": options["model"], "face": face}
@@ -145,7 +142,7 @@ def auto_evaluations_start(*, submission: Submission) -> list[AutoEvaluation]:
     longer works (a deleted instruction version) is recorded as waiting, with the reason."""
     configs = [config for config in AutoEvaluator.objects.filter(
         benchmark=submission.benchmark, enabled=True).order_by("evaluator")
-        if EVALUATORS[config.evaluator].protocol == submission.protocol]
+        if registry.get(config.evaluator).protocol == submission.protocol]
     planned = []
     for config in configs:  # estimated before any lock: it reads the whole file
         options = _options(config)

@@ -18,7 +18,7 @@ from evaluation.lib.formats.submission import (
     reference_dialogue,
     review_infos,
 )
-from evaluation.lib.llm.names import LLM_EVALUATOR_NAMES
+from evaluation.lib.llm.registry import is_llm_evaluator
 from evaluation.lib.metrics.entailment import load_nli_model
 from evaluation.lib.metrics.suite import (
     SUITE_NAME,
@@ -135,7 +135,7 @@ def run_process(*, job_id: int, progress: Progress | None = None,
         if progress is not None:
             progress(stage, done, total)
 
-    if run.evaluator not in LLM_EVALUATOR_NAMES:
+    if not is_llm_evaluator(run.evaluator):
         return _trace_run_process(run, report, fan_out)
     # Imported here: the LLM layer loads litellm, which takes seconds to import.
     from evaluation.services.llm_runs import llm_run_execute

@@ -2,7 +2,7 @@
 submission's automatic runs as its page shows them (docs/llm.md, "Automatic runs on new
 submissions"). Reads only."""
 
-from evaluation.lib.llm.evaluators import EVALUATORS
+from evaluation.lib.llm import registry
 from evaluation.models import AutoEvaluation, AutoEvaluator, Benchmark, Submission
 from evaluation.selectors.auto_evaluation import auto_evaluation_spent_today
 
@@ -14,14 +14,14 @@ def benchmark_auto_evaluators(*, benchmark: Benchmark) -> dict:
     protocols = benchmark.protocols or ["turn"]
     rows = {protocol: [] for protocol in protocols}
     for config in configs:
-        protocol = EVALUATORS[config.evaluator].protocol
+        protocol = registry.get(config.evaluator).protocol
         rows.setdefault(protocol, []).append(
             {"config": config, "spent_today": auto_evaluation_spent_today(config)})
     waiting = (AutoEvaluation.objects.filter(submission__benchmark=benchmark,
                                              status=AutoEvaluation.Status.WAITING)
                .select_related("submission__system").order_by("created_at", "pk"))
     return {"by_protocol": list(rows.items()), "waiting": list(waiting),
-            "evaluators": [spec for spec in EVALUATORS.values() if spec.protocol in protocols]}
+            "evaluators": registry.for_protocol(protocols)}
 
 
 def submission_auto_evaluations(*, submission: Submission) -> list[AutoEvaluation]:

@@ -1,5 +1,6 @@
 """The CoRE run page in Chromium: usage with unknown cost, the agreement chart, factor rationales
-and the debate transcript; model text with markup stays text (no script runs)."""
+and the debate transcript; model text with markup stays text (no script runs). A judge's run
+page (the registry's generic unit table) at a laptop's and a phone's width."""
 
 import pytest
 
@@ -39,3 +40,30 @@ def test_core_run_page_shows_factors_debate_chart_and_cost(page, llm_server, log
     assert unit.locator("table.llm-round").count() == 4
     assert "Round 4" in unit.locator("table.llm-round").nth(3).inner_text()
     screenshot(page, "core-run-page")
+
+
+@pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
+def test_a_judge_run_page_is_the_generic_unit_table_and_fits_the_screen(
+        page, llm_server, log_submission, width, height):
+    def answer(request):
+        return ("The recommender asks about the budget and explains its picks in detail, "
+                "naming parking and price.\n<proactiveness>4</proactiveness>"
+                "<coherence>3</coherence><personalization>5</personalization>")
+
+    server = llm_server(answer)
+    run = succeeded(llm_run_create(submission=log_submission, evaluator="pepper_judge",
+                                   model=server_config(server), enqueue=False))
+    log_submission.is_public = True
+    log_submission.save(update_fields=["is_public"])
+    page.set_viewport_size({"width": width, "height": height})
+
+    page.goto(f"/runs/{run.pk}/")
+    table = page.locator("table.llm-aspects")
+    headers = [text.lower() for text in table.locator("th").all_inner_texts()]
+    assert headers == ["log", "proactiveness", "coherence", "personalization", "rationale"]
+    assert table.locator("tbody tr").count() == 2
+    assert page.locator("#llm-units h2").inner_text().startswith("Logs")
+    sideways = page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert sideways <= 1, f"the page scrolls sideways by {sideways}px at {width}px"
+    screenshot(page, f"pepper-run-page-{width}")

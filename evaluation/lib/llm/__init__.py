@@ -8,7 +8,10 @@
 - ``pepper_judge``: the PEPPER qualitative judge.
 - ``baselines``: LLM Zero-Shot and RAG-Citation baselines (Trace).
 - ``local_server``: a local Hugging Face model behind an OpenAI-compatible API.
-- ``evaluators`` / ``names``: what each LLM evaluator declares (metrics, version, protocol).
+- ``registry``: every LLM evaluator is one registered object (name, metrics, prompts and their
+  answer formats, configuration, estimate, run, run page, docs row); ``evaluators``: the
+  built-in ones (CoRE, Trace judge, PEPPER judge, FACE), registered on import.
+- ``answer_format``: an LLM call's answer format as data (JSON schema or regex).
 - ``adapters``: Concord's formats as the judges' and baselines' inputs.
 - ``cost_report``: CoRE's tokens per log, measured against a local dry-run server.
 """

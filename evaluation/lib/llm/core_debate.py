@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluation.lib.llm.answer_format import AnswerFormat
 from evaluation.lib.llm.conversation import ConversationLog, as_log, render_log
 from evaluation.lib.llm.core_factors import FactorResult
 from evaluation.lib.llm.core_rubrics import DEBATE_ROLES, FACTOR_GUIDELINES, DebateRole
@@ -25,7 +26,7 @@ from evaluation.lib.llm.judging import (
     DEFAULT_MAX_REASKS,
     Parsed,
     ask_until_parsed,
-    extract_json_object,
+    json_answer,
 )
 
 DEBATE_SCORE_RANGE = (0, 100)
@@ -313,8 +314,25 @@ class _Statement:
     statement: str
 
 
-def parse_debate_reply(text: str) -> Parsed[_Statement]:
-    parsed = extract_json_object(text)
+STATEMENT_MAX_CHARS = 2000  # CoRE Table 21: about 146 tokens a statement; room for more
+
+
+def debate_format(role_name: str) -> AnswerFormat:
+    """A debate turn's answer as data: one compact JSON object with the role's name, its
+    statement and a whole-number score 0–100 (the prompt's `_DEBATE_FORMAT`)."""
+    low, high = DEBATE_SCORE_RANGE
+    return AnswerFormat(name="core_debate", json_schema={
+        "type": "object", "additionalProperties": False,
+        "required": ["evaluator", "statement", "score"],
+        "properties": {
+            "evaluator": {"type": "string", "enum": [role_name]},
+            "statement": {"type": "string", "minLength": 1, "maxLength": STATEMENT_MAX_CHARS},
+            "score": {"type": "integer", "minimum": int(low), "maximum": int(high)}}})
+
+
+def parse_debate_reply(text: str,
+                       answer_format: AnswerFormat | None = None) -> Parsed[_Statement]:
+    parsed = json_answer(text, answer_format)
     if not parsed.ok or parsed.value is None:
         return Parsed(problem=parsed.problem)
     data = parsed.value
@@ -407,14 +425,16 @@ def _debate_turn(
         settings=settings,
         item_names=item_names,
     )
+    answer_format = debate_format(role.name)
     outcome = ask_until_parsed(
         gateway,
         config,
         messages,
-        parse_debate_reply,
+        lambda text: parse_debate_reply(text, answer_format),
         lambda problem: _DEBATE_REASK.format(problem=problem),
         max_reasks=settings.max_reasks,
         meter=meter,
+        answer_format=answer_format,
     )
     if outcome.value is not None:
         value = outcome.value

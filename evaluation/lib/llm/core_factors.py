@@ -16,7 +16,13 @@ from typing import Any
 from evaluation.lib.llm.conversation import ConversationLog, as_log, render_log
 from evaluation.lib.llm.core_rubrics import FACTOR_KEYS, GUIDELINE_BY_KEY
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
-from evaluation.lib.llm.judging import DEFAULT_MAX_REASKS, Parsed, Rating, ask_until_parsed
+from evaluation.lib.llm.judging import (
+    DEFAULT_MAX_REASKS,
+    Parsed,
+    Rating,
+    ask_until_parsed,
+    tagged_scores_format,
+)
 from evaluation.lib.llm.judging import parse_rating as _parse_rating
 
 FACTOR_SCORE_RANGE = (0, 4)
@@ -90,6 +96,10 @@ def build_factor_messages(
     return [{"role": "system", "content": _FACTOR_SYSTEM}, {"role": "user", "content": prompt}]
 
 
+# The answer: the rationale (CoRE Appendix E: a few hundred tokens), then one rating tag.
+FACTOR_FORMAT = tagged_scores_format("core_factor", ("rating",), low=0, high=4, reasoning=6000)
+
+
 def parse_factor_rating(text: str) -> Parsed[Rating]:
     return _parse_rating(text, low=FACTOR_SCORE_RANGE[0], high=FACTOR_SCORE_RANGE[1])
 
@@ -125,6 +135,7 @@ def score_factors(
             lambda problem: REASK.format(problem=problem, low=0, high=4),
             max_reasks=max_reasks,
             meter=meter,
+            answer_format=FACTOR_FORMAT,
         )
         return FactorResult(
             factor=factor,

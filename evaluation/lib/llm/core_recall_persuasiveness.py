@@ -11,7 +11,13 @@ from typing import Any
 from evaluation.lib.llm.conversation import ConversationLog, as_log, item_label, render_log
 from evaluation.lib.llm.core_factors import REASK, FactorResult
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
-from evaluation.lib.llm.judging import DEFAULT_MAX_REASKS, Parsed, Rating, ask_until_parsed
+from evaluation.lib.llm.judging import (
+    DEFAULT_MAX_REASKS,
+    Parsed,
+    Rating,
+    ask_until_parsed,
+    tagged_scores_format,
+)
 from evaluation.lib.llm.judging import parse_rating as _parse_rating
 
 
@@ -35,6 +41,9 @@ def session_recall(
 
 
 PERSUASIVENESS_RANGE = (0, 2)
+PERSUASIVENESS_FORMAT = tagged_scores_format("core_persuasiveness", ("rating",),
+                                             low=PERSUASIVENESS_RANGE[0],
+                                             high=PERSUASIVENESS_RANGE[1])
 
 _PERSUASIVENESS_PROMPT = """\
 You are the user in the conversation below. What you were really looking for is: {targets}.
@@ -95,6 +104,7 @@ def score_persuasiveness(
         lambda problem: REASK.format(problem=problem, low=0, high=2),
         max_reasks=max_reasks,
         meter=meter,
+        answer_format=PERSUASIVENESS_FORMAT,
     )
     return FactorResult(
         factor="persuasiveness",

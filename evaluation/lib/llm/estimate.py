@@ -75,11 +75,16 @@ class CallKind:
     calls: int = 0
     prompt_tokens: int = 0
     answer_tokens: int = 0
+    answer_per_call: int | None = None  # a typical answer's tokens; None: ANSWER_TOKENS'
+
+    @property
+    def typical_answer(self) -> int:
+        return ANSWER_TOKENS[self.kind] if self.answer_per_call is None else self.answer_per_call
 
     def add(self, messages: Sequence[Mapping[str, str]], times: int = 1) -> None:
         self.calls += times
         self.prompt_tokens += times * messages_tokens(messages)
-        self.answer_tokens += times * ANSWER_TOKENS[self.kind]
+        self.answer_tokens += times * self.typical_answer
 
 
 @dataclass
@@ -126,11 +131,22 @@ def _finish(units: int, kinds: list[CallKind], price: Pricer, assumptions: list[
     prompt = sum(k.prompt_tokens for k in kinds)
     answer = sum(k.answer_tokens for k in kinds)
     cost = price(prompt, answer) if kinds else 0.0
-    answers = ", ".join(f"{k.kind} {ANSWER_TOKENS[k.kind]}" for k in kinds)
+    answers = ", ".join(f"{k.kind} {k.typical_answer}" for k in kinds)
     return RunEstimate(units, kinds, cost,
                        [f"typical answer tokens per call: {answers}" if answers else "no call",
                         *assumptions, "re-asks after unusable answers and cache hits are not "
                         "counted"])
+
+
+def estimate_one_call_per_unit(units: Sequence, price: Pricer, *, kind: str,
+                               messages: Callable[[object], Sequence[Mapping[str, str]]],
+                               answer_tokens: int) -> RunEstimate:
+    """An evaluator that asks one prompt per unit (MESSAGES builds it) and is answered in about
+    ANSWER_TOKENS: the estimate of a registered evaluator without calls of its own kind."""
+    calls = CallKind(kind, answer_per_call=answer_tokens)
+    for unit in units:
+        calls.add(messages(unit))
+    return _finish(len(units), [calls], price, [])
 
 
 def estimate_trace_judge(turns: Sequence, price: Pricer) -> RunEstimate:

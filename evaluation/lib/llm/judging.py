@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError
 from evaluation.lib.llm.gateway import LLMCallError, LLMGateway, ModelConfig, UsageMeter
 
 T = TypeVar("T")
@@ -53,22 +54,31 @@ def ask_until_parsed(
     *,
     max_reasks: int = DEFAULT_MAX_REASKS,
     meter: UsageMeter | None = None,
+    answer_format: AnswerFormat | None = None,
 ) -> AskOutcome[T]:
     """Ask, parse, and on a bad answer show the model its answer plus what was wrong.
+
+    ANSWER_FORMAT (the prompt's declared format, docs/llm.md "Answer formats") goes to the
+    gateway, which constrains the call where the model's backend can; PARSE still reads every
+    answer (the fallback where it cannot). An answer that copies one of the prompt's ``<…>``
+    placeholders is refused before it is parsed (issue 31, item 4).
 
     The conversation grows by (answer, correction) per re-ask, so the cache key of every re-ask
     depends on the earlier answers and a re-run replays the same exchange from the cache.
     """
     conversation = [dict(m) for m in messages]
+    placeholders = prompt_placeholders(messages)
     raw_answers: list[str] = []
     problem = "no answer"
     for _ in range(max_reasks + 1):
         try:
-            result = gateway.complete(config, conversation, meter=meter)
+            result = gateway.complete(config, conversation, meter=meter,
+                                      answer_format=answer_format)
         except LLMCallError as error:
             return AskOutcome(None, f"llm_error: {error}", len(raw_answers), tuple(raw_answers))
         raw_answers.append(result.text)
-        parsed = parse(result.text)
+        copied = copied_placeholder(result.text, placeholders)
+        parsed = parse(result.text) if copied is None else Parsed(problem=copied)
         if parsed.ok:
             return AskOutcome(parsed.value, None, len(raw_answers), tuple(raw_answers))
         problem = parsed.problem or "unusable answer"
@@ -78,6 +88,74 @@ def ask_until_parsed(
         ]
     failure = f"unparseable after {len(raw_answers)} answers: {problem}"
     return AskOutcome(None, failure, len(raw_answers), tuple(raw_answers))
+
+
+# --------------------------------------------------------------------------------------------
+# Placeholders: an answer that copies the prompt's template text is no answer
+# --------------------------------------------------------------------------------------------
+
+# ``<…>`` with at least one space or comma inside: a placeholder such as ``<your statement>``
+# or ``<every candidate id, best match first>``; XML-like tags (``<rating>``, ``</user>``,
+# ``<guideline factor="x">``) and comments (``<!-- … -->``) are the answer's or the prompt's
+# structure, not placeholders.
+_ANGLED = re.compile(r"<([^<>\n]{1,160})>")
+_TAG = re.compile(r'^/?[A-Za-z_][\w.-]*(?:\s+[\w-]+="[^"]*")*\s*/?$')
+
+
+def prompt_placeholders(messages: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The ``<…>`` placeholders in MESSAGES' text (what an answer must fill in, not copy)."""
+    found: dict[str, None] = {}
+    for message in messages:
+        for match in _ANGLED.finditer(str(message.get("content") or "")):
+            inner = match.group(1)
+            if (" " in inner or "," in inner) and not inner.startswith(("!", "?")) \
+                    and not _TAG.match(inner.strip()):
+                found.setdefault(match.group(0))
+    return tuple(found)
+
+
+def copied_placeholder(text: str, placeholders: Sequence[str]) -> str | None:
+    """Why TEXT is refused when it copies one of PLACEHOLDERS (None when it copies none)."""
+    for placeholder in placeholders:
+        if placeholder in text:
+            return f"the answer copies the prompt's placeholder {placeholder}"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Answer formats of the tag-based prompts, and JSON answers read through their format
+# --------------------------------------------------------------------------------------------
+
+REASONING_CHARS = 3000  # the reasoning before the tags, at most (bounds a constrained answer)
+
+
+def _whole_numbers(low: int, high: int) -> str:
+    return "(?:" + "|".join(str(n) for n in range(high, low - 1, -1)) + ")"
+
+
+def tagged_scores_format(name: str, keys: Sequence[str], *, low: int, high: int,
+                         reasoning: int = REASONING_CHARS) -> AnswerFormat:
+    """A short reasoning, then ``<key>N</key>`` for every key in order, N a whole number in
+    [LOW, HIGH]: the textual format of the seeds' tag answers (CoRE §4.1, Trace Appendix J,
+    PEPPER §3.3.2). Every answer it matches is read by `parse_tagged_scores` /
+    `parse_rating`, which also take tags in another order or with spaces (the fallback)."""
+    tags = r"\s*".join(rf"<{key}>{_whole_numbers(low, high)}</{key}>" for key in keys)
+    return AnswerFormat(name=name, regex=rf"[^<>]{{0,{reasoning}}}{tags}\s*")
+
+
+def json_answer(text: str, answer_format: AnswerFormat | None) -> Parsed[dict[str, Any]]:
+    """The JSON object of TEXT: checked against ANSWER_FORMAT when it is the whole answer (a
+    constrained call), else the first JSON object found in it (`extract_json_object`: the
+    parse of backends that cannot constrain, tolerant of prose and code fences)."""
+    if answer_format is not None and answer_format.kind == "json":
+        try:
+            value = answer_format.check(text)
+        except AnswerFormatError:
+            pass
+        else:
+            if isinstance(value, dict):
+                return Parsed(value)
+    return extract_json_object(text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,8 +258,10 @@ def judge_aspects(
     high: int,
     max_reasks: int = DEFAULT_MAX_REASKS,
     meter: UsageMeter | None = None,
+    answer_format: AnswerFormat | None = None,
 ) -> dict[str, AspectScore]:
     """Ask for every aspect as ``<aspect>n</aspect>`` in one answer; re-ask while any is bad.
+    ANSWER_FORMAT: the prompt's declared format (`tagged_scores_format`).
 
     If answers stay bad, the aspects the last answer did score are kept (they are real answers)
     and each other aspect records its own failure.
@@ -199,7 +279,8 @@ def judge_aspects(
         )
 
     outcome = ask_until_parsed(
-        gateway, config, messages, parse, reask, max_reasks=max_reasks, meter=meter
+        gateway, config, messages, parse, reask, max_reasks=max_reasks, meter=meter,
+        answer_format=answer_format,
     )
     last = outcome.raw_answers[-1] if outcome.raw_answers else ""
     rationale = _text_before_first_tag(last, aspects)
@@ -207,7 +288,10 @@ def judge_aspects(
         return {
             a: AspectScore(a, outcome.value[a], None, outcome.attempts, rationale) for a in aspects
         }
-    scores, problems = parse_tagged_scores(last, aspects, low=low, high=high)
+    # An answer that copied the prompt's template keeps none of its tags.
+    copied = copied_placeholder(last, prompt_placeholders(messages))
+    scores, problems = ({}, {}) if copied else parse_tagged_scores(last, aspects, low=low,
+                                                                   high=high)
     results = {}
     for aspect in aspects:
         if aspect in scores:

@@ -15,10 +15,17 @@ from typing import Any
 
 from evaluation.lib.llm.conversation import ConversationLog, as_log, render_plain_dialogue
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
-from evaluation.lib.llm.judging import DEFAULT_MAX_REASKS, AspectScore, judge_aspects
+from evaluation.lib.llm.judging import (
+    DEFAULT_MAX_REASKS,
+    AspectScore,
+    judge_aspects,
+    tagged_scores_format,
+)
 
 PEPPER_ASPECTS: tuple[str, ...] = ("proactiveness", "coherence", "personalization")
 SCORE_RANGE = (1, 5)
+ANSWER_FORMAT = tagged_scores_format("pepper_judge", PEPPER_ASPECTS, low=SCORE_RANGE[0],
+                                     high=SCORE_RANGE[1])
 
 _TASK = """\
 Below is a conversation between a User and a conversational recommender system (the \
@@ -89,4 +96,5 @@ def judge_pepper_log(
         high=SCORE_RANGE[1],
         max_reasks=max_reasks,
         meter=meter,
+        answer_format=ANSWER_FORMAT,
     )

@@ -22,12 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaluation.lib.llm.answer_format import AnswerFormat
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import (
     DEFAULT_MAX_REASKS,
     Parsed,
     ask_until_parsed,
-    extract_json_object,
+    json_answer,
 )
 from evaluation.lib.metrics.quotes import extract_labels
 
@@ -152,9 +153,27 @@ class _Answer:
     response: str
 
 
-def parse_ranked_answer(text: str, candidate_ids: Sequence[str]) -> Parsed[_Answer]:
-    """JSON with a ranking of known candidate ids and a non-empty response."""
-    parsed = extract_json_object(text)
+RESPONSE_MAX_CHARS = 2000
+
+
+def ranked_answer_format(candidate_ids: Sequence[str]) -> AnswerFormat:
+    """The baselines' answer as data, per call (its candidates are the call's): one compact
+    JSON object, a ranking drawn from the candidate ids (an enum) and the next message."""
+    ids = list(dict.fromkeys(str(i) for i in candidate_ids))
+    return AnswerFormat(name="ranked_answer", json_schema={
+        "type": "object", "additionalProperties": False,
+        "required": ["ranked_item_ids", "response"],
+        "properties": {
+            "ranked_item_ids": {"type": "array", "minItems": 1, "maxItems": max(1, len(ids)),
+                                "items": {"type": "string", "enum": ids}},
+            "response": {"type": "string", "minLength": 1, "maxLength": RESPONSE_MAX_CHARS}}})
+
+
+def parse_ranked_answer(text: str, candidate_ids: Sequence[str],
+                        answer_format: AnswerFormat | None = None) -> Parsed[_Answer]:
+    """JSON with a ranking of known candidate ids and a non-empty response (read through
+    ANSWER_FORMAT when the whole answer is that JSON, else found in the text)."""
+    parsed = json_answer(text, answer_format)
     if not parsed.ok or parsed.value is None:
         return Parsed(problem=parsed.problem)
     ranked = parsed.value.get("ranked_item_ids")
@@ -187,9 +206,10 @@ def zero_shot_turn(
         context if isinstance(context, DialogueContext) else DialogueContext.from_dict(context)
     )
     ids = [c.id for c in context.candidates]
+    answer_format = ranked_answer_format(ids)
 
     def parse(text: str) -> Parsed[_Answer]:
-        answer = parse_ranked_answer(text, ids)
+        answer = parse_ranked_answer(text, ids, answer_format)
         if answer.value is not None:
             labels = sorted({m.label for m in extract_labels(answer.value.response)})
             if labels:
@@ -208,6 +228,7 @@ def zero_shot_turn(
         _reask,
         max_reasks=max_reasks,
         meter=meter,
+        answer_format=answer_format,
     )
     if outcome.value is None:
         return BaselineOutcome(None, outcome.failure, outcome.attempts, outcome.raw_answers)
@@ -375,9 +396,10 @@ def rag_citation_turn(
         context if isinstance(context, DialogueContext) else DialogueContext.from_dict(context)
     )
     ids = [c.id for c in context.candidates]
+    answer_format = ranked_answer_format(ids)
 
     def parse(text: str) -> Parsed[tuple[_Answer, list[dict[str, str]]]]:
-        answer = parse_ranked_answer(text, ids)
+        answer = parse_ranked_answer(text, ids, answer_format)
         if answer.value is None:
             return Parsed(problem=answer.problem)
         citations, verbatim_long = cited_quotes(answer.value.response, evidence)
@@ -402,6 +424,7 @@ def rag_citation_turn(
         _reask,
         max_reasks=max_retries,
         meter=meter,
+        answer_format=answer_format,
     )
     if outcome.value is None:
         return BaselineOutcome(None, outcome.failure, outcome.attempts, outcome.raw_answers)

@@ -16,7 +16,12 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
-from evaluation.lib.llm.judging import DEFAULT_MAX_REASKS, AspectScore, judge_aspects
+from evaluation.lib.llm.judging import (
+    DEFAULT_MAX_REASKS,
+    AspectScore,
+    judge_aspects,
+    tagged_scores_format,
+)
 
 TRACE_CRITERIA: tuple[str, ...] = (
     "relevance",
@@ -26,6 +31,9 @@ TRACE_CRITERIA: tuple[str, ...] = (
     "justification",
 )
 SCORE_RANGE = (1, 5)
+# The answer: a short reasoning, then the five tags in order (docs/llm.md, "Answer formats").
+ANSWER_FORMAT = tagged_scores_format("trace_judge", TRACE_CRITERIA, low=SCORE_RANGE[0],
+                                     high=SCORE_RANGE[1])
 
 CRITERION_ANCHORS: dict[str, tuple[str, str]] = {
     "relevance": (
@@ -163,6 +171,7 @@ def judge_trace_turn(
         high=SCORE_RANGE[1],
         max_reasks=max_reasks,
         meter=meter,
+        answer_format=ANSWER_FORMAT,
     )
 
 

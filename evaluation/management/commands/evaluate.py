@@ -1,10 +1,11 @@
 """`manage.py evaluate`: validate a submission, store it, run an evaluator, report.
 
-`--evaluator trace` (the default) runs the Trace metric suite on a `turn` submission; the LLM
-evaluators (docs/llm.md) are `core` (CoRE: twelve factors and a debate, `log` submissions),
-`trace_judge` (Trace LLM judge, `turn`), `pepper_judge` (PEPPER judge, `log`) and `face` (FACE:
-particles scored from score distributions, `log`; `--instructions relevance-v1` uses an optimized
-instruction set from `face_optimize`), each with
+`--evaluator trace` (the default) runs the Trace metric suite on a `turn` submission; the other
+choices are the registered LLM evaluators (`evaluation.lib.llm.registry`; docs/llm.md): built
+in, `core` (CoRE: twelve factors and a debate, `log` submissions), `trace_judge` (Trace LLM
+judge, `turn`), `pepper_judge` (PEPPER judge, `log`) and `face` (FACE: particles scored from
+score distributions, `log`; `--instructions relevance-v1` uses an optimized instruction set from
+`face_optimize`), each with
 the operator's model profile given by --profile (default: `default`, the CONCORD_LLM_* settings),
 its model replaced by --model if given.
 `--submission-id` re-evaluates a stored submission (with the LLM cache, at no cost).
@@ -31,7 +32,8 @@ from evaluation.cli import (
     llm_model_options,
     spending_choice,
 )
-from evaluation.lib.formats.submission import LOG, TURN
+from evaluation.lib.formats.submission import TURN
+from evaluation.lib.llm import registry
 from evaluation.models import Benchmark, Job, Submission, System
 from evaluation.selectors.benchmarks import run_results, run_unit_rows
 from evaluation.services.jobs import jobs_fail_stale
@@ -40,14 +42,12 @@ from evaluation.services.submissions import submission_create, system_create
 
 WORKER_TIMEOUT_SECONDS = 6 * 3600
 TRACE = "trace"
-LLM_EVALUATORS = {"core": LOG, "trace_judge": TURN, "pepper_judge": LOG,
-                  "face": LOG}  # name -> protocol
 
 
 class Command(BaseCommand):
     help = ("Validate a submission for a benchmark, store it and evaluate it: every automated "
-            "Trace metric (default), or an LLM evaluator (core, trace_judge, pepper_judge); "
-            "95% studentized cluster CIs.")
+            "Trace metric (default), or a registered LLM evaluator (core, trace_judge, "
+            "pepper_judge, face, …); 95% studentized cluster CIs.")
 
     def add_arguments(self, parser):
         parser.add_argument("--benchmark", required=True, help="benchmark slug")
@@ -55,9 +55,11 @@ class Command(BaseCommand):
         source.add_argument("--submission", help="submission .jsonl file")
         source.add_argument("--submission-id", type=int,
                             help="evaluate a stored submission of the benchmark again")
-        parser.add_argument("--evaluator", default=TRACE, choices=[TRACE, *LLM_EVALUATORS],
-                            help="trace (metrics, turn protocol), core (log), trace_judge "
-                                 "(turn), pepper_judge (log) or face (log)")
+        evaluators = registry.registered()
+        parser.add_argument("--evaluator", default=TRACE,
+                            choices=[TRACE, *(spec.name for spec in evaluators)],
+                            help="trace (metrics, turn protocol), " + ", ".join(
+                                f"{spec.name} ({spec.protocol})" for spec in evaluators))
         parser.add_argument("--system", help="system name (default: the file's name)")
         parser.add_argument("--split", action="append", dest="splits",
                             help="evaluate this split (repeatable; default: every split the "
@@ -121,7 +123,8 @@ class Command(BaseCommand):
             raise CommandError("--limit, --dialogues and --stop-after are for LLM evaluators")
         # An LLM evaluator without a model is refused before anything is stored.
         model = llm_model_options(opts) if evaluator != TRACE else None
-        submission = self._submission(benchmark, opts, LLM_EVALUATORS.get(evaluator, TURN))
+        protocol = TURN if evaluator == TRACE else registry.get(evaluator).protocol
+        submission = self._submission(benchmark, opts, protocol)
         if evaluator == TRACE:
             suite = {"pool_mode": opts["pool"]}
             if opts["no_text"]:
@@ -187,7 +190,7 @@ class Command(BaseCommand):
 
         try:
             face = None
-            if evaluator == "face":
+            if "face" in registry.get(evaluator).options:
                 instructions = face_instructions_resolve(opts["instructions"])
                 face = {"aspects": opts["aspects"] or None, "instructions": instructions}
             elif opts["instructions"] or opts["aspects"]:

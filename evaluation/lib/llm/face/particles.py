@@ -12,7 +12,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from evaluation.lib.llm.face.prompts import DIALOGUE_ACTS, decomposer_messages, decomposer_reask
+from evaluation.lib.llm.face.prompts import (
+    DECOMPOSITION_FORMAT,
+    DIALOGUE_ACTS,
+    decomposer_messages,
+    decomposer_reask,
+)
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import Parsed, ask_until_parsed
 
@@ -96,7 +101,8 @@ def decompose_turn(gateway: LLMGateway, config: ModelConfig, turns: Sequence[tup
     reply = following[1] if following is not None and following[0] == "user" else None
     messages = decomposer_messages(turns[:index], turns[index][1], reply)
     outcome = ask_until_parsed(gateway, config, messages, parse_particles, decomposer_reask,
-                               max_reasks=max_reasks, meter=meter)
+                               max_reasks=max_reasks, meter=meter,
+                               answer_format=DECOMPOSITION_FORMAT)
     last = outcome.raw_answers[-1] if outcome.raw_answers else ""
     if outcome.value is None:
         return Decomposition(index, (), outcome.failure, outcome.attempts, last)

@@ -15,10 +15,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evaluation.lib.llm.answer_format import AnswerFormat
 from evaluation.lib.llm.face.aspects import FaceAspect
 
 DIALOGUE_ACTS = ("greeting", "preference elicitation", "recommendation", "goodbye", "others")
 SCORE_MARKER = "Score:"
+# The answers as data (docs/llm.md, "Answer formats"). Both stay textual, as FACE asks for
+# step-by-step reasoning before the answer: the particles as a JSON list in a ```json code
+# block at the end, and a score as a last line "Score: N" (whose token's top log-probabilities
+# are the score distribution of Eq. 1). The bounds keep a constrained answer short.
+DECOMPOSITION_FORMAT = AnswerFormat(
+    name="face_particles", regex=r"[^`]{0,3000}```json\s*\[[^`]{2,4000}\]\s*```\s*")
+
+
+def score_format(aspect: FaceAspect) -> AnswerFormat:
+    """A particle score's answer: a brief reasoning, then the line "Score: N", N a grade."""
+    grades = "|".join(str(n) for n in range(aspect.high, aspect.low - 1, -1))
+    return AnswerFormat(name=f"face_score_{aspect.low}_{aspect.high}",
+                        regex=rf"[^`]{{0,1500}}{SCORE_MARKER} (?:{grades})\s*")
 
 
 def render_history(turns: Sequence[tuple[str, str]]) -> str:

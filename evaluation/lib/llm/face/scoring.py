@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluation.lib.llm.face.aspects import FaceAspect
-from evaluation.lib.llm.face.prompts import SCORE_MARKER, scoring_messages
+from evaluation.lib.llm.face.prompts import SCORE_MARKER, score_format, scoring_messages
 from evaluation.lib.llm.gateway import (
     LLMCallError,
     LLMGateway,
@@ -125,7 +125,8 @@ def score_particle(gateway: LLMGateway, config: ModelConfig, instruction: str,
     outcome = ParticleScore(None, {}, None, "no answer")
     for _ in range(max_reasks + 1):
         try:
-            result = gateway.complete(config, messages, meter=meter)
+            result = gateway.complete(config, messages, meter=meter,
+                                      answer_format=score_format(aspect))
         except LLMCallError as error:
             return ParticleScore(None, {}, None, f"llm_error: {error}")
         outcome = score_from_answer(result.logprobs, config.model, aspect.scores)
