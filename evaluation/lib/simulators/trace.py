@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluation.lib.metrics.suite import OPEN
 from evaluation.lib.metrics.types import Citation, ReferenceDialogue, ReferenceTurn, SubmittedTurn
+from evaluation.lib.simulators.simulators import CONTEXT
 
 SIMULATED_SPLIT = "simulated"
 # SuiteConfig overrides of a simulation's Trace run (JSON: stored in the run's configuration)
@@ -35,6 +36,8 @@ def simulated_trace_inputs(dialogues: Sequence[tuple[str, Sequence[str], Sequenc
     for user_id, targets, turns in dialogues:
         rows = []
         for turn in turns:
+            if turn.get("action") == CONTEXT:
+                continue  # the dataset's turns an iEvaLM dialogue starts from: not the system's
             ranked = tuple(turn.get("ranked_item_ids") or ())
             if turn["role"] == "system":
                 rows.append(ReferenceTurn(turn["index"], "system", "",
