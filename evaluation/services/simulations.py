@@ -71,6 +71,9 @@ from evaluation.lib.simulators.simulators import (
     simulator_config_hash,
 )
 from evaluation.lib.simulators.trace import (
+    IEVALM_AXIS,
+    PEPPER_STYLE_AXIS,
+    PREFERENCES_AXIS,
     SIMULATED_SPLIT,
     SIMULATED_SUITE_OPTIONS,
     simulated_trace_inputs,
@@ -118,11 +121,6 @@ POOLS = ("catalogue", "dialogue")
 MAX_USERS, MAX_TURNS = 5000, 50
 BATCH_TASK = "evaluation.tasks.simulate_batch_job"
 STOP_POLL_SECONDS = 0.5  # how often a running batch looks whether its job was cancelled
-
-
-PREFERENCES_AXIS = "preference elicitation"
-IEVALM_AXIS = "iEvaLM (final list)"
-PEPPER_STYLE_AXIS = "PEPPER-style coverage (extra)"  # the iEvaLM simulator's extra curves
 
 
 def _simulator(name: str, *, seed: int, shown_k: int, model: dict | None, meter=None,
@@ -260,7 +258,8 @@ def _simulation_quota_reserve(user) -> None:
 
 
 def simulation_estimate(*, benchmark, simulator: str, users: int, turns: int, seed: int = 0,
-                        shown_k: int = 5, model: dict | None = None) -> RunEstimate | None:
+                        shown_k: int = DEFAULT_SHOWN_K,
+                        model: dict | None = None) -> RunEstimate | None:
     """Tokens and cost of an LLM simulator's users (None for a simulator without an LLM),
     estimated from the real histories of the users it would simulate (`estimate_simulation`).
     Reads only; bad sizes raise ValidationError like `simulation_create`."""

@@ -27,6 +27,7 @@ IEVALM_KS = (1, 10, 25, 50)  # Rec_eval.py L25: RecMetric([1, 10, 25, 50])
 ACCEPT_AT = 50  # the models' top 50 (src/model/CHATGPT.py L162, KBRD.py topk(k=50))
 RECALL = "ievalm_recall"
 PERSUASIVENESS = "persuasiveness"
+PERSUASIVENESS_RANGE = (0.0, 2.0)
 LABELS = {
     RECALL: "iEvaLM Recall@K: the final list's hits, averaged over (dialogue, gold item) pairs "
             "(Rec_eval.py, metric.py)",
@@ -74,7 +75,7 @@ def ievalm_summaries(dialogues: Sequence[IEvaLMDialogue],
         out[f"{RECALL}@{k}"] = cluster_mean(values, clusters, **bounds)
     scored = [(d.persuasiveness, d.user_id) for d in dialogues if d.persuasiveness is not None]
     out[PERSUASIVENESS] = cluster_mean([s for s, _ in scored], [u for _, u in scored],
-                                       bounds=(0.0, 2.0))
+                                       bounds=PERSUASIVENESS_RANGE)
     return out
 
 

@@ -26,6 +26,10 @@ SIMULATED_SPLIT = "simulated"
 # SuiteConfig overrides of a simulation's Trace run (JSON: stored in the run's configuration)
 SIMULATED_SUITE_OPTIONS = {"text_metrics": False, "pool_mode": OPEN}
 RECOMMEND = "recommend"
+# The axes a simulation run's summaries are stored under (MetricSummary.axis)
+PREFERENCES_AXIS = "preference elicitation"
+IEVALM_AXIS = "iEvaLM (final list)"
+PEPPER_STYLE_AXIS = "PEPPER-style coverage (extra)"  # the iEvaLM simulator's coverage curves
 
 
 def simulated_trace_inputs(dialogues: Sequence[tuple[str, Sequence[str], Sequence[Mapping]]]
