@@ -163,6 +163,15 @@ def test_the_report_computes_the_variant_it_names():
 TABLE3_PC20_AT50 = {"redial/KBRD": 0.0309, "redial/BARCOR": 0.0744, "redial/UniCRS": 0.0838,
                     "redial/ChatGPT": 0.1232, "odkg/KBRD": 0.0897, "odkg/BARCOR": 0.1013,
                     "odkg/UniCRS": 0.1513, "odkg/ChatGPT": 0.2290}
+TABLE3_PC20 = {  # PC_20@{1, 5, 10, 20, 50}
+    "redial/KBRD": (0.0007, 0.0029, 0.0057, 0.0109, 0.0309),
+    "redial/BARCOR": (0.0051, 0.0161, 0.0232, 0.0415, 0.0744),
+    "redial/UniCRS": (0.0021, 0.0100, 0.0193, 0.0364, 0.0838),
+    "redial/ChatGPT": (0.0157, 0.0288, 0.0442, 0.0674, 0.1232),
+    "odkg/KBRD": (0.0049, 0.0110, 0.0210, 0.0436, 0.0897),
+    "odkg/BARCOR": (0.0030, 0.0133, 0.0260, 0.0454, 0.1013),
+    "odkg/UniCRS": (0.0052, 0.0215, 0.0415, 0.0763, 0.1513),
+    "odkg/ChatGPT": (0.0237, 0.0568, 0.0876, 0.1364, 0.2290)}
 TABLE5_PCIR_AVG = {"redial/KBRD": 0.0012, "redial/BARCOR": 0.0019, "redial/UniCRS": 0.0031,
                    "redial/ChatGPT": 0.0049, "odkg/KBRD": 0.0028, "odkg/BARCOR": 0.0029,
                    "odkg/UniCRS": 0.0060, "odkg/ChatGPT": 0.0089}
@@ -178,10 +187,10 @@ def test_the_papers_tables_disagree_with_eq3_telescoped():
         assert 0 < implied_pc1 < pc_t, row
         assert pcir_avg([implied_pc1] + [0.0] * 18 + [pc_t], PCIR_TABLES) == pytest.approx(
             TABLE5_PCIR_AVG[row])
-    # no K of Table 3 gives Table 5 by PC_T / T either: ChatGPT on OpenDialKG needs PC_20 =
-    # 0.178, between its PC_20@20 (0.1364) and PC_20@50 (0.2290)
-    assert not math.isclose(0.1364 / 20, 0.0089, abs_tol=5e-5)
-    assert not math.isclose(0.2290 / 20, 0.0089, abs_tol=5e-5)
+    # no K of Table 3 gives Table 5 by PC_T / T either (Table 5 rounded to 4 places)
+    for row, pcs in TABLE3_PC20.items():
+        assert not any(math.isclose(pc / 20, TABLE5_PCIR_AVG[row], abs_tol=5e-5)
+                       for pc in pcs), row
 
 
 # --- the dataset context of an iEvaLM dialogue ---------------------------------------------
