@@ -29,7 +29,8 @@ RECOMMEND = "recommend"
 # The axes a simulation run's summaries are stored under (MetricSummary.axis)
 PREFERENCES_AXIS = "preference elicitation"
 IEVALM_AXIS = "iEvaLM (final list)"
-PEPPER_STYLE_AXIS = "PEPPER-style coverage (extra)"  # the iEvaLM simulator's coverage curves
+# the iEvaLM simulator's coverage curves; it sorts after IEVALM_AXIS where axes sort by name
+PEPPER_STYLE_AXIS = "iEvaLM extra: PEPPER-style coverage"
 
 
 def simulated_trace_inputs(dialogues: Sequence[tuple[str, Sequence[str], Sequence[Mapping]]]
