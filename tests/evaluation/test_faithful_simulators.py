@@ -43,6 +43,12 @@ def big_benchmark(tmp_path, settings):
     data["items"] += [{"id": f, "name": f"Filler Place {f}", "type": "restaurant",
                        "city": "Philadelphia", "categories": ["cafe"], "stars": 3.0}
                       for f in FILLERS]
+    d1 = next(d for d in data["dialogues"] if d["id"] == "d1")  # a longer dataset context
+    greeting = [dict(d1["turns"][0], text="Hello there.", action="greet_and_seek"),
+                dict(d1["turns"][1], text="Hi! What are you after?", gold_item_ids=[],
+                     referenced_item_ids=[], citations=[], alternative_item_ids=[],
+                     action="ask_preference")]
+    d1["turns"] = [dict(t, index=i) for i, t in enumerate(greeting + d1["turns"])]
     return release_hidden(benchmark_import(path=write_tiny(tmp_path / "big", data)))
 
 
@@ -81,10 +87,14 @@ def test_ievalm_on_the_issues_hand_dialogue(big_benchmark, researcher, llm_serve
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
     d1 = stored_dialogue(simulation, "d1")
     # Accepted at the first list (r1 is in its top 50) and stopped there.
-    assert [t["action"] for t in d1.turns] == ["context", "recommend", "accept"]
-    # The dataset context opens the dialogue: d1's own first user turn, as iEvaLM continues it.
+    assert [t["action"] for t in d1.turns] == ["context", "context", "context", "recommend",
+                                               "accept"]
+    # The dataset context opens the dialogue (d1's turns before its recommendation, as iEvaLM
+    # continues them): its earlier turns as history, its last user turn as the message.
     first = next(r for r in requests if r["dialogue_id"] == d1.user_id)
-    assert first["utterance"] == "I want quiet seafood." and first["history"] == []
+    assert first["utterance"] == "I want quiet seafood."
+    assert [(t["role"], t["text"]) for t in first["history"]] == [
+        ("user", "Hello there."), ("system", "Hi! What are you after?")]
     assert sum(1 for r in requests if r["dialogue_id"] == d1.user_id) == 1
     assert sum(1 for t in stored_dialogue(simulation, "d2").turns
                if t["role"] == "system") == 3
