@@ -132,8 +132,11 @@ def board_columns(runs: list[BoardRun], summaries, all_columns: bool) -> tuple[l
             if (run.evaluator, metric) not in seen:  # (a Column per summary costs 10 ms)
                 seen[(run.evaluator, metric)] = Column(run.evaluator, metric, axis, direction)
     columns = list(seen.values())
+    # An evaluator none of whose headline metrics a run has (an iEvaLM 1.0 simulation run,
+    # stored before iEvaLM's own metrics) shows all its metrics rather than none.
+    headlined = {c.evaluator for c in columns if c.metric in HEADLINE.get(c.evaluator, ())}
     shown = [c for c in columns
-             if all_columns or c.evaluator not in HEADLINE or c.metric in HEADLINE[c.evaluator]]
+             if all_columns or c.evaluator not in headlined or c.metric in HEADLINE[c.evaluator]]
     order = {key: i for i, key in enumerate(seen)}
 
     def position(column: Column):
