@@ -47,9 +47,7 @@ def metric_bounds(evaluator: str, metric: str) -> tuple[float | None, float | No
     if evaluator == SUITE_NAME:
         return _trace_bounds().get(metric, (None, None))
     if evaluator.startswith("simulation."):
-        if metric == ievalm.PERSUASIVENESS:
-            return ievalm.PERSUASIVENESS_RANGE
-        return (0.0, 1.0)  # shares of the users' targets
+        return ievalm.simulation_metric_range(metric)  # shares of the targets; persuasiveness
     return (None, None)
 
 

@@ -19,6 +19,7 @@ from evaluation.models import Job, MetricSummary, SimulatedUserProfile, Simulati
 from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.live import live_system_create
 from evaluation.services.llm_models import model_options
+from evaluation.services.results import summaries_recompute
 from evaluation.services.simulations import simulation_create
 from tests.evaluation.simulation_fixtures import (
     by_dialogue,
@@ -107,6 +108,15 @@ def test_ievalm_on_the_issues_hand_dialogue(big_benchmark, researcher, llm_serve
     assert s["pc@10"]["value"] == 0 and simulation.report["pc@50"][-1] == pytest.approx(0.5)
     axes = dict(MetricSummary.objects.filter(run=simulation.run).values_list("metric", "axis"))
     assert axes["ievalm_recall@10"] == IEVALM_AXIS and axes["pc@10"] == PEPPER_STYLE_AXIS
+    # Recomputing the intervals from the stored units (recompute_intervals) gives them again:
+    # pairs clustered by user, persuasiveness on its 0–2 range.
+    fields = ("metric", "value", "ci_low", "ci_high", "n", "ci_method")
+    before = list(MetricSummary.objects.filter(run=simulation.run).order_by("metric")
+                  .values_list(*fields))
+    summaries_recompute(run=simulation.run)
+    after = list(MetricSummary.objects.filter(run=simulation.run).order_by("metric")
+                 .values_list(*fields))
+    assert after == before
     # The run page names both; the board leads with iEvaLM's recall.
     client.force_login(researcher)
     page = client.get(reverse("run_detail", args=[simulation.run_id])).content.decode()

@@ -35,6 +35,12 @@ LABELS = {
 }
 
 
+def simulation_metric_range(metric: str) -> tuple[float, float]:
+    """The range of a simulation run's metric: persuasiveness 0–2, every other (recall,
+    coverage) a share of the targets."""
+    return PERSUASIVENESS_RANGE if metric == PERSUASIVENESS else (0.0, 1.0)
+
+
 def accepts(ranked: Sequence[str], targets: Sequence[str], accept_at: int = ACCEPT_AT) -> bool:
     """Whether iEvaLM's user accepts this list: a target among its first ACCEPT_AT items."""
     return bool(set(ranked[:accept_at]) & set(targets))
