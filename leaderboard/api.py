@@ -379,6 +379,7 @@ class SimulationList(generics.ListAPIView):
                     benchmark=benchmark, system=system, simulator=data["simulator"],
                     users=data["users"], turns=data["turns"], seed=data["seed"],
                     pool=data["pool"], batch_size=data["batch_size"],
+                    shown_k=data["shown_k"], accept_at=data["accept_at"], pcir=data["pcir"],
                     failure_threshold=data["failure_threshold"], user=request.user)
         except DjangoValidationError as exc:
             return Response({"detail": "; ".join(exc.messages)},

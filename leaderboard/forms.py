@@ -3,6 +3,8 @@
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
+from evaluation.lib.metrics.preference import PCIR_EQ3, PCIR_TABLES
+from evaluation.lib.simulators.simulators import DEFAULT_SHOWN_K, MAX_SHOWN_K
 from evaluation.models import System
 
 FAMILIES = ("retrieval", "dense", "LLM", "planning", "hybrid", "rule-based", "other")
@@ -86,10 +88,19 @@ class SimulationForm(forms.Form):
     benchmark = forms.ChoiceField()
     simulator = forms.ChoiceField(choices=[
         ("template", "template — deterministic, no LLM (not PEPPER)"),
-        ("pepper", "PEPPER — target-free, LLM"), ("ievalm", "iEvaLM-style — target-based, LLM")])
+        ("pepper", "PEPPER — target-free, LLM"),
+        ("ievalm", "iEvaLM — target-based, LLM (accepts a target in the top 50)")])
     users = forms.IntegerField(min_value=1, max_value=5000, initial=20)
     turns = forms.IntegerField(min_value=1, max_value=50, initial=10)
     seed = forms.IntegerField(initial=0)
+    shown_k = forms.IntegerField(
+        label="Items shown to the user", min_value=1, max_value=MAX_SHOWN_K, required=False,
+        initial=DEFAULT_SHOWN_K, help_text=f"the item interface's size: PEPPER shows "
+                                           f"{DEFAULT_SHOWN_K} (§4.1.3); part of the design")
+    pcir = forms.ChoiceField(label="PCIR_avg", initial=PCIR_EQ3, required=False, choices=[
+        (PCIR_EQ3, "Eq. 3 as written: PC_T / T (default)"),
+        (PCIR_TABLES, "(PC_T − PC_1) / (T − 1): fits the paper's Tables 3 and 5")],
+        help_text="which reading of PEPPER's PCIR_avg the run reports (docs/simulation.md)")
 
     def __init__(self, *args, benchmarks=(), credentials=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -102,6 +113,13 @@ class SimulationForm(forms.Form):
 
     def clean_benchmark(self):
         return self.benchmarks[self.cleaned_data["benchmark"]]
+
+    def clean_shown_k(self):  # left empty: PEPPER's item interface
+        value = self.cleaned_data.get("shown_k")
+        return DEFAULT_SHOWN_K if value is None else value
+
+    def clean_pcir(self):
+        return self.cleaned_data.get("pcir") or PCIR_EQ3
 
 
 class _FaceInstructionsOnly(forms.Form):

@@ -7,6 +7,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from evaluation.lib.metrics.ievalm import ACCEPT_AT
+from evaluation.lib.metrics.preference import PCIR_EQ3, PCIR_VARIANTS
+from evaluation.lib.simulators.simulators import DEFAULT_SHOWN_K, MAX_SHOWN_K
 from evaluation.models import Arena, Benchmark, Submission, System
 
 
@@ -343,6 +346,18 @@ class SimulationStartSerializer(serializers.Serializer):
                                     max_value=2**31 - 1)
     pool = serializers.ChoiceField(choices=["catalogue", "dialogue"], required=False,
                                    default="catalogue")
+    shown_k = serializers.IntegerField(
+        required=False, default=DEFAULT_SHOWN_K, min_value=1, max_value=MAX_SHOWN_K,
+        help_text=f"items the simulated user is shown per turn (PEPPER: {DEFAULT_SHOWN_K}); "
+                  "part of the design")
+    accept_at = serializers.IntegerField(
+        required=False, default=ACCEPT_AT, min_value=1, max_value=MAX_SHOWN_K,
+        help_text=f"ievalm: the user accepts a target in the system's top N (iEvaLM: "
+                  f"{ACCEPT_AT})")
+    pcir = serializers.ChoiceField(
+        choices=list(PCIR_VARIANTS), required=False, default=PCIR_EQ3,
+        help_text="PCIR_avg: eq3 (PC_T / T, the paper's Eq. 3; default) or tables "
+                  "((PC_T − PC_1) / (T − 1), fits its Tables 3 and 5)")
     batch_size = serializers.IntegerField(required=False, default=10, min_value=1,
                                           max_value=1000, help_text="users per Celery task")
     failure_threshold = serializers.FloatField(

@@ -314,7 +314,7 @@ def system_simulate(request, slug):
                 simulation = simulation_create(
                     benchmark=data["benchmark"], system=system, simulator=data["simulator"],
                     users=data["users"], turns=data["turns"], seed=data["seed"],
-                    user=request.user)
+                    shown_k=data["shown_k"], pcir=data["pcir"], user=request.user)
         except (ValidationError, LLMConfigurationError, BudgetExceeded) as exc:
             form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
         except SimulationQuotaExceeded as exc:
@@ -336,7 +336,7 @@ def _simulation_budget(user, form) -> dict:
     try:
         estimate = simulation_estimate(benchmark=data["benchmark"], simulator=data["simulator"],
                                        users=data["users"], turns=data["turns"],
-                                       seed=data["seed"])
+                                       seed=data["seed"], shown_k=data["shown_k"])
     except (ValidationError, LLMConfigurationError) as exc:
         form.add_error(None, "; ".join(getattr(exc, "messages", None) or [str(exc)]))
         return {}

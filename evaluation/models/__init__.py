@@ -40,7 +40,11 @@ from evaluation.models.llm import (  # noqa: F401
     LLMCacheEntry,
     LLMSpend,
 )
-from evaluation.models.simulations import SimulatedDialogue, Simulation  # noqa: F401
+from evaluation.models.simulations import (  # noqa: F401
+    SimulatedDialogue,
+    SimulatedUserProfile,
+    Simulation,
+)
 from evaluation.models.systems import (  # noqa: F401
     LiveKind,
     MetricSummary,

@@ -109,3 +109,28 @@ class SimulatedDialogue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.simulation_id}/{self.user_id} ({self.status})"
+
+
+class SimulatedUserProfile(models.Model):
+    """A simulated user's general preferences, derived ONCE by the simulator's preparation step
+    before any dialogue (PEPPER §3.2.1; its `3_generate_gp.py` writes them before `chat_*.py`
+    runs) and reused by every simulation with the same preparation (`key`: the simulator, its
+    version and model), so that every system of a design talks with the same users."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+")
+    source_dialogue_id = models.CharField(
+        max_length=200, help_text="the benchmark dialogue the user comes from: staff only")
+    key = models.CharField(max_length=64, help_text="hash of the preparation's configuration")
+    preparation = models.JSONField(default=dict,
+                                   help_text="simulator, version, model, temperature")
+    profile = models.JSONField(default=dict, help_text="likes, dislikes, narrative")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark", "source_dialogue_id", "key"],
+                                    name="simulateduserprofile_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.preparation.get('simulator', '?')} profile of {self.source_dialogue_id}"

@@ -2,7 +2,8 @@
 PC_t curve per K (PEPPER Fig. 3 style) and the dialogues, hidden parts only where allowed."""
 
 from evaluation.lib import charts
-from evaluation.lib.metrics.preference import KS
+from evaluation.lib.metrics import ievalm as ievalm_metric
+from evaluation.lib.metrics.preference import KS, PCIR_EQ3, PCIR_VARIANTS
 from evaluation.lib.stats.methods import interval_is_current
 from evaluation.models import MetricSummary, Simulation
 
@@ -43,9 +44,21 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
     trace.sort(key=lambda row: TRACE_SHOWN.index(row["metric"]))
     for row in trace:  # an interval stored by an older method is marked (recompute_intervals)
         row["ci_current"] = interval_is_current(row.pop("ci_method"), row.pop("ci_version"))
+    summaries = report.get("summaries", {})
+    ievalm = [{"metric": name, "label": _ievalm_label(name), **summaries[name]}
+              for name in (*(f"{ievalm_metric.RECALL}@{k}" for k in ievalm_metric.IEVALM_KS),
+                           ievalm_metric.PERSUASIVENESS) if name in summaries]
     return {"simulation": simulation, "config": simulation.config, "curves": curves,
+            "ievalm": ievalm, "is_ievalm": simulation.simulator == "ievalm",
+            "pcir_label": report.get("pcir_label") or PCIR_VARIANTS[PCIR_EQ3],
             "trace_run": trace_run, "trace": trace,
             "table": table, "failed": report.get("failed"),
             "failures_by_kind": report.get("failures_by_kind", {}),
             "overhead_ms": report.get("overhead_ms_per_turn"), "dialogues": dialogues,
             "dialogue_count": simulation.dialogues.count()}
+
+
+def _ievalm_label(name: str) -> str:
+    if name == ievalm_metric.PERSUASIVENESS:
+        return ievalm_metric.LABELS[name]
+    return ievalm_metric.LABELS[ievalm_metric.RECALL].replace("@K", "@" + name.split("@")[1])

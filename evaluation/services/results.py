@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection, transaction
 
+from evaluation.lib.metrics.ievalm import simulation_metric_range
 from evaluation.lib.progress import Progress
 from evaluation.lib.stats.bootstrap import DEFAULT_CONFIDENCE
 from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums, sample_std
@@ -159,17 +160,19 @@ def _recompute_specs(run: Run, stored: list[MetricSummary]) -> list:
 
 
 def _preference_recompute(run: Run, stored: list[MetricSummary]) -> int:
-    """A simulation's preference coverage, as `simulations._finish` stores it: the interval
-    over the simulated users' values (one unit each, in the order stored), cut to [0, 1], n =
-    users and no standard deviation."""
+    """A simulation's metrics, as `simulations.simulation_finish_if_done` stores them: the
+    interval over the units' values (one per user, or per (user, gold item) pair for iEvaLM's
+    recall, in the order stored) clustered by user, cut to the metric's range
+    (`simulation_metric_range`), n = users and no standard deviation."""
     for row in stored:
-        row.ci_method, row.ci_version = _interval_stamp((0.0, 1.0)).values()
+        bounds = simulation_metric_range(row.metric)
+        row.ci_method, row.ci_version = _interval_stamp(bounds).values()
         values = list(UnitScore.objects.filter(run=run, metric=row.metric).exclude(value=None)
                       .order_by("pk").values_list("value", "dialogue_id"))
         if not values:
             continue
         estimate = cluster_mean([v for v, _ in values], [c for _, c in values],
-                                bounds=(0.0, 1.0))
+                                bounds=bounds)
         row.value, row.ci_low, row.ci_high = estimate.value, estimate.ci_low, estimate.ci_high
         row.n = estimate.n.get("clusters", 0)
         row.undefined_reason = estimate.undefined_reason or ""

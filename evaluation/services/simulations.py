@@ -44,17 +44,36 @@ from django.utils import timezone
 from evaluation.lib.formats.submission import item_infos, review_infos
 from evaluation.lib.llm.estimate import RunEstimate, estimate_simulation
 from evaluation.lib.llm.gateway import token_cost
-from evaluation.lib.metrics.preference import KS, SimulatedUser, preference_report
+from evaluation.lib.metrics import ievalm as ievalm_metric
+from evaluation.lib.metrics.preference import (
+    KS,
+    PCIR_EQ3,
+    PCIR_VARIANTS,
+    SimulatedUser,
+    preference_report,
+)
 from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, evaluate_submission
 from evaluation.lib.rankers import Catalogue
 from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
-from evaluation.lib.simulators.driver import CANCELLED, simulate_dialogue
+from evaluation.lib.simulators.driver import (
+    CANCELLED,
+    DialogueOutcome,
+    simulate_dialogue,
+    system_rankings,
+)
 from evaluation.lib.simulators.simulators import (
+    CONTEXT,
+    DEFAULT_SHOWN_K,
+    MAX_SHOWN_K,
     SIMULATORS,
+    SimulatorError,
     simulated_protocol,
     simulator_config_hash,
 )
 from evaluation.lib.simulators.trace import (
+    IEVALM_AXIS,
+    PEPPER_STYLE_AXIS,
+    PREFERENCES_AXIS,
     SIMULATED_SPLIT,
     SIMULATED_SUITE_OPTIONS,
     simulated_trace_inputs,
@@ -75,6 +94,7 @@ from evaluation.models import (
     MetricSummary,
     Run,
     SimulatedDialogue,
+    SimulatedUserProfile,
     Simulation,
     UnitScore,
 )
@@ -104,7 +124,7 @@ STOP_POLL_SECONDS = 0.5  # how often a running batch looks whether its job was c
 
 
 def _simulator(name: str, *, seed: int, shown_k: int, model: dict | None, meter=None,
-               accept_at: int = 5):
+               accept_at: int = ievalm_metric.ACCEPT_AT):
     cls = SIMULATORS[name]
     if not cls.needs_llm:
         return cls(seed=seed, shown_k=shown_k)
@@ -118,7 +138,8 @@ def _simulator(name: str, *, seed: int, shown_k: int, model: dict | None, meter=
 def simulation_create(*, benchmark, system, simulator: str, users: int, turns: int,
                       seed: int = 0, user=None, model: dict | None = None, batch_size: int = 10,
                       failure_threshold: float = 0.5, pool: str = "catalogue",
-                      shown_k: int = 5, accept_at: int = 5, enqueue: bool = True,
+                      shown_k: int = DEFAULT_SHOWN_K, accept_at: int = ievalm_metric.ACCEPT_AT,
+                      pcir: str = PCIR_EQ3, enqueue: bool = True,
                       spending: str = spending_rules.CHECK) -> Simulation:
     """A queued simulation; with ENQUEUE its batches go to Celery on commit, without the caller
     runs them with `simulation_batch_process` (the command line's default).
@@ -144,6 +165,7 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
         raise ValidationError(f"users must be 1–{MAX_USERS} and turns 1–{MAX_TURNS}")
     if pool not in POOLS:
         raise ValidationError(f"pool must be one of {', '.join(POOLS)}")
+    _options_check(shown_k=shown_k, accept_at=accept_at, pcir=pcir)
     hidden_users = benchmark.hidden_released_at is not None
     try:
         _batch_inputs(benchmark.pk, benchmark.created_at, users, seed, hidden_users)
@@ -160,7 +182,7 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
                                        turns=turns, seed=seed, shown_k=shown_k, model=model)
     config = {**_simulator(simulator, seed=seed, shown_k=shown_k, model=model,
                            accept_at=accept_at).config(),
-              "users": users, "turns": turns, "pool": pool, "ks": list(KS),
+              "users": users, "turns": turns, "pool": pool, "ks": list(KS), "pcir": pcir,
               "hidden_users": hidden_users, "system": system.slug, "benchmark": benchmark.slug}
     with transaction.atomic():
         if user is not None:
@@ -184,6 +206,19 @@ def simulation_create(*, benchmark, system, simulator: str, users: int, turns: i
             for batch in range(simulation.batches):
                 task_enqueue(BATCH_TASK, simulation.pk, batch)
     return simulation
+
+
+def _options_check(*, shown_k: int, accept_at: int, pcir: str) -> None:
+    """The simulator's options, refused with a message naming the allowed values."""
+    if not 1 <= shown_k <= MAX_SHOWN_K:
+        raise ValidationError(f"the item interface shows 1–{MAX_SHOWN_K} items "
+                              f"(shown_k {shown_k}); PEPPER shows {DEFAULT_SHOWN_K}")
+    if not 1 <= accept_at <= MAX_SHOWN_K:
+        raise ValidationError(f"accept_at must be 1–{MAX_SHOWN_K}, not {accept_at}; iEvaLM "
+                              f"accepts a target anywhere in the top {ievalm_metric.ACCEPT_AT}")
+    if pcir not in PCIR_VARIANTS:
+        raise ValidationError(f"unknown PCIR_avg variant {pcir!r}: choose "
+                              + " or ".join(f"{k} ({v})" for k, v in PCIR_VARIANTS.items()))
 
 
 # --- the daily allowance ----------------------------------------------------------------------
@@ -223,7 +258,8 @@ def _simulation_quota_reserve(user) -> None:
 
 
 def simulation_estimate(*, benchmark, simulator: str, users: int, turns: int, seed: int = 0,
-                        shown_k: int = 5, model: dict | None = None) -> RunEstimate | None:
+                        shown_k: int = DEFAULT_SHOWN_K,
+                        model: dict | None = None) -> RunEstimate | None:
     """Tokens and cost of an LLM simulator's users (None for a simulator without an LLM),
     estimated from the real histories of the users it would simulate (`estimate_simulation`).
     Reads only; bad sizes raise ValidationError like `simulation_create`."""
@@ -362,6 +398,15 @@ def _simulate(simulation: Simulation, inputs: _BatchInputs, todo, usage: RunUsag
     width = max(1, min(len(todo), width))
 
     stopped = _StopWatch(simulation.job_id)
+    profiles, failed = (_prepare(simulation, simulator, todo, width, stopped)
+                        if simulator.prepares else ({}, {}))
+    if stopped():
+        return
+    for position, user in todo:
+        if position in failed:  # no preferences: the user cannot talk (nothing partial kept)
+            _store(simulation, position, _unprepared(simulation, position, user,
+                                                     failed[position]))
+    todo = [(position, user) for position, user in todo if position not in failed]
 
     def one(entry):
         position, user = entry
@@ -370,7 +415,7 @@ def _simulate(simulation: Simulation, inputs: _BatchInputs, todo, usage: RunUsag
             return position, simulate_dialogue(
                 user, simulator, system, benchmark=simulation.benchmark.slug,
                 opaque_id=opaque_user_id(simulation.secret, position), turns=simulation.turns,
-                cards=cards, pool=pool, stop=stopped)
+                cards=cards, pool=pool, stop=stopped, prepared=profiles.get(user.user_id))
 
     with ThreadPoolExecutor(max_workers=width) as pool:
         futures = [pool.submit(one, entry) for entry in todo]
@@ -391,6 +436,67 @@ def _simulate(simulation: Simulation, inputs: _BatchInputs, todo, usage: RunUsag
                 for pending in futures:
                     pending.cancel()
                 return
+
+
+def _preparation_key(simulator) -> tuple[dict, str]:
+    preparation = simulator.preparation_config()
+    return preparation, simulator_config_hash(preparation)
+
+
+def _prepare(simulation: Simulation, simulator, todo, width: int, stopped
+             ) -> tuple[dict[str, dict], dict[int, str]]:
+    """The preparation step (PEPPER §3.2.1, before any dialogue): every user of TODO gets its
+    general preferences, read from `SimulatedUserProfile` when a simulation with the same
+    preparation derived them already, else derived now (WIDTH at a time) and stored. Returns
+    ({source dialogue id: profile}, {position: why it failed})."""
+    preparation, key = _preparation_key(simulator)
+    sources = [user.user_id for _, user in todo]
+    profiles = dict(SimulatedUserProfile.objects.filter(
+        benchmark_id=simulation.benchmark_id, key=key, source_dialogue_id__in=sources)
+        .values_list("source_dialogue_id", "profile"))
+    missing = [(position, user) for position, user in todo if user.user_id not in profiles]
+    failed: dict[int, str] = {}
+    if not missing:
+        return profiles, failed
+
+    def stage(done: int) -> None:
+        Job.objects.filter(pk=simulation.job_id).update(
+            heartbeat_at=timezone.now(),
+            stage=f"preparing general preferences: {done} of {len(missing)} users")
+
+    def one(entry):
+        position, user = entry
+        with connection_kept():
+            try:
+                return position, user, simulator.prepare(user.history), ""
+            except SimulatorError as error:
+                return position, user, None, str(error)
+            except Exception as error:  # noqa: BLE001 - one user's crash never ends the batch
+                return position, user, None, f"{type(error).__name__}: {error}"
+
+    stage(0)
+    with ThreadPoolExecutor(max_workers=max(1, min(width, len(missing)))) as pool:
+        futures = [pool.submit(one, entry) for entry in missing]
+        for done, future in enumerate(as_completed(futures), 1):
+            position, user, profile, error = future.result()
+            if profile is None:
+                failed[position] = f"preparing the user's general preferences: {error}"
+            else:
+                stored, _ = SimulatedUserProfile.objects.get_or_create(
+                    benchmark_id=simulation.benchmark_id, source_dialogue_id=user.user_id,
+                    key=key, defaults={"preparation": preparation, "profile": profile})
+                profiles[user.user_id] = stored.profile  # a concurrent batch's, if first
+            stage(done)
+            if stopped():
+                break
+    return profiles, failed
+
+
+def _unprepared(simulation: Simulation, position: int, user, error: str) -> DialogueOutcome:
+    outcome = DialogueOutcome(opaque_user_id(simulation.secret, position), user.user_id,
+                              user.target_item_ids)
+    outcome.error_kind, outcome.error = "simulator", error
+    return outcome
 
 
 class _StopWatch:
@@ -451,28 +557,40 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
             job_finish(simulation.job_id, error="every dialogue failed",
                        result=_failures(simulation))
             return None
+        pcir = simulation.config.get("pcir", PCIR_EQ3)
         report = preference_report(
-            [SimulatedUser(d.user_id, tuple(d.target_item_ids),
-                           tuple(tuple(t["ranked_item_ids"]) for t in d.turns
-                                 if t["role"] == "system")) for d in ok],
-            turns=simulation.turns)
+            [SimulatedUser(d.user_id, tuple(d.target_item_ids), system_rankings(d.turns))
+             for d in ok], turns=simulation.turns, pcir=pcir)
+        is_ievalm = simulation.simulator == "ievalm"
+        ievalm = ievalm_metric.ievalm_summaries([_ievalm_dialogue(d) for d in ok]) \
+            if is_ievalm else {}
         submission = _log_submission(simulation, ok)
         run = Run.objects.create(
             submission=submission, evaluator=f"simulation.{simulation.simulator}",
             evaluator_version=simulation.simulator_version, config=simulation.config,
             config_hash=simulation.config_hash, job_id=simulation.job_id)
-        _store_scores(run, ok, simulation.turns)
-        for name, estimate in report.summaries.items():
-            MetricSummary.objects.create(
-                run=run, metric=name, axis="preference elicitation",
-                direction=MetricSummary.Direction.HIGHER, value=estimate.value,
-                ci_low=estimate.ci_low, ci_high=estimate.ci_high,
-                n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "",
-                ci_method=estimate.method, ci_version=interval_version(estimate.method))
+        _store_scores(run, ok, simulation.turns, pcir=pcir, ievalm=is_ievalm)
+        coverage_axis = PEPPER_STYLE_AXIS if is_ievalm else PREFERENCES_AXIS
+        for axis, summaries in ((IEVALM_AXIS, ievalm), (coverage_axis, report.summaries)):
+            for name, estimate in summaries.items():
+                MetricSummary.objects.create(
+                    run=run, metric=name, axis=axis,
+                    direction=MetricSummary.Direction.HIGHER, value=estimate.value,
+                    ci_low=estimate.ci_low, ci_high=estimate.ci_high,
+                    n=estimate.n.get("clusters", 0),
+                    undefined_reason=estimate.undefined_reason or "",
+                    ci_method=estimate.method, ci_version=interval_version(estimate.method))
         timing = [(d.total_seconds, d.system_seconds, d.llm_seconds,
-                   sum(1 for t in d.turns if t["role"] == "system")) for d in ok]
+                   len(system_rankings(d.turns))) for d in ok]
         trace = _trace_run(simulation, ok, submission)
-        simulation.report = {**report.as_json(), **_failures(simulation),
+        report_json = report.as_json()
+        if is_ievalm:  # iEvaLM's own numbers first; the coverage curves are the extra
+            report_json["summaries"] = {**ievalm_metric.summaries_json(ievalm),
+                                        **report_json["summaries"]}
+            report_json["ievalm"] = {"ks": list(ievalm_metric.IEVALM_KS),
+                                     "accept_at": simulation.config.get("accept_at"),
+                                     "labels": ievalm_metric.LABELS}
+        simulation.report = {**report_json, **_failures(simulation),
                              "overhead_ms_per_turn": _overhead_ms(timing),
                              "trace_run": trace.pk}
         simulation.submission, simulation.run = submission, run
@@ -538,7 +656,8 @@ def _log_submission(simulation: Simulation, dialogues):
             "log_id": f"sim{simulation.pk}-{d.user_id}",
             "turns": [{"role": t["role"], "text": t["text"],
                        **({"recommended_item_ids": t["ranked_item_ids"][:simulation.config[
-                           "shown_k"]]} if t["role"] == "system" else {})} for t in d.turns],
+                           "shown_k"]]} if t["role"] == "system" and t.get("action") != CONTEXT
+                          else {})} for t in d.turns],
             "ground_truth_item_ids": list(d.target_item_ids),
             "metadata": {"simulator": simulation.simulator,
                          "simulator_version": simulation.simulator_version,
@@ -554,17 +673,30 @@ def _log_submission(simulation: Simulation, dialogues):
                  f"#{simulation.pk}: {len(lines)} users, {simulation.turns} turns")
 
 
-def _store_scores(run: Run, dialogues, turns: int) -> None:
+def _ievalm_dialogue(d) -> ievalm_metric.IEvaLMDialogue:
+    return ievalm_metric.IEvaLMDialogue(d.user_id, tuple(d.target_item_ids),
+                                        system_rankings(d.turns),
+                                        (d.hidden or {}).get("persuasiveness"))
+
+
+def _store_scores(run: Run, dialogues, turns: int, *, pcir: str = PCIR_EQ3,
+                  ievalm: bool = False) -> None:
+    """Per-user unit scores (the board's paired tests); iEvaLM's recall one unit per (user,
+    gold item) pair, so that the board's per-user sums give its pair-weighted mean."""
     rows = []
     for d in dialogues:
         paired = paired_user_id(d.position)  # the board pairs runs of one design by it
         report = preference_report(
-            [SimulatedUser(d.user_id, tuple(d.target_item_ids),
-                           tuple(tuple(t["ranked_item_ids"]) for t in d.turns
-                                 if t["role"] == "system"))], turns=turns, n_resamples=1)
+            [SimulatedUser(d.user_id, tuple(d.target_item_ids), system_rankings(d.turns))],
+            turns=turns, n_resamples=1, pcir=pcir)
         for name in (f"{m}@{k}" for m in ("pc", "pcir_avg", "recall") for k in KS):
             rows.append(UnitScore(run=run, metric=name, unit_type="dialogue", unit_id=paired,
                                   dialogue_id=paired, value=report.summaries[name].value))
+        if ievalm:
+            for name, suffix, value in ievalm_metric.ievalm_unit_values(_ievalm_dialogue(d)):
+                rows.append(UnitScore(run=run, metric=name, unit_type="dialogue",
+                                      unit_id=f"{paired}/{suffix}" if suffix else paired,
+                                      dialogue_id=paired, value=value))
     UnitScore.objects.bulk_create(rows)
 
 

@@ -134,7 +134,8 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
     rows = _rows(shown, columns, summaries)
     _attach_ranks(rows, columns, snapshots)
     keys = {c.key for c in columns}
-    default = next((key for key in (DEFAULT_SORT, *(f"{e}:pc@10" for e in evaluators))
+    default = next((key for key in (DEFAULT_SORT, *(f"{e}:ievalm_recall@10" for e in evaluators),
+                                    *(f"{e}:pc@10" for e in evaluators))
                     if key in keys), columns[0].key if columns else "system")
     sort = sort if sort in keys or sort in ("system", "family") else default
     rank_column = next((c for c in columns if c.key == sort), None) or next(
@@ -289,7 +290,8 @@ def leaderboard_pc_chart(board: Leaderboard) -> dict | None:
     if evaluator is None or not board.rows:
         return None
     metric = board.sort.partition(":")[2] if board.sort.startswith(evaluator + ":") else ""
-    k = int(metric.split("@")[1]) if "@" in metric else CHART_K
+    k = int(metric.split("@")[1]) if metric.split("@")[0] in ("pc", "pcir_avg", "recall") \
+        else CHART_K
     runs = [row.runs[evaluator] for row in board.rows if evaluator in row.runs]
     reports = dict(Simulation.objects.filter(run_id__in=[r.run_id for r in runs])
                    .values_list("run_id", "report"))

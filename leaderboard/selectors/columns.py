@@ -10,16 +10,18 @@ from functools import lru_cache
 from django.db.models import Q
 from django.utils.text import slugify
 
+from evaluation.lib.metrics import ievalm
 from evaluation.lib.metrics.recovery import no_hit_note
 from evaluation.lib.metrics.suite import HEADLINE_METRICS, NON_ANSWER, SUITE_NAME, metric_specs
 from evaluation.lib.simulators.simulators import SIMULATORS
+from evaluation.lib.simulators.trace import IEVALM_AXIS, PEPPER_STYLE_AXIS
 from evaluation.lib.stats.methods import interval_is_current
 from evaluation.models import MetricSummary
 
 from .runs import BoardRun
 
 AXIS_ORDER = ("Accuracy", "Grounding", "Recovery", "Practical value", "Text", "LLM judge",
-              "Human", "preference elicitation")
+              "Human", "preference elicitation", IEVALM_AXIS, PEPPER_STYLE_AXIS)
 # The columns shown by default; `columns=all` adds every sensitivity variant. Evaluators not
 # listed here show all their metrics.
 HEADLINE = {
@@ -29,6 +31,9 @@ HEADLINE = {
     **{f"simulation.{name}": tuple(f"{m}@{k}" for m in ("pc", "pcir_avg", "recall")
                                    for k in (5, 10, 50))
        for name in SIMULATORS},
+    # iEvaLM's own numbers (Rec_eval.py); its PEPPER-style curves are under `all metrics`
+    "simulation.ievalm": (*(f"{ievalm.RECALL}@{k}" for k in ievalm.IEVALM_KS),
+                          ievalm.PERSUASIVENESS),
 }
 
 
@@ -42,7 +47,7 @@ def metric_bounds(evaluator: str, metric: str) -> tuple[float | None, float | No
     if evaluator == SUITE_NAME:
         return _trace_bounds().get(metric, (None, None))
     if evaluator.startswith("simulation."):
-        return (0.0, 1.0)  # shares of the users' targets
+        return ievalm.simulation_metric_range(metric)  # shares of the targets; persuasiveness
     return (None, None)
 
 
@@ -125,8 +130,11 @@ def board_columns(runs: list[BoardRun], summaries, all_columns: bool) -> tuple[l
             if (run.evaluator, metric) not in seen:  # (a Column per summary costs 10 ms)
                 seen[(run.evaluator, metric)] = Column(run.evaluator, metric, axis, direction)
     columns = list(seen.values())
+    # An evaluator none of whose headline metrics a run has (an iEvaLM 1.0 simulation run,
+    # stored before iEvaLM's own metrics) shows all its metrics rather than none.
+    headlined = {c.evaluator for c in columns if c.metric in HEADLINE.get(c.evaluator, ())}
     shown = [c for c in columns
-             if all_columns or c.evaluator not in HEADLINE or c.metric in HEADLINE[c.evaluator]]
+             if all_columns or c.evaluator not in headlined or c.metric in HEADLINE[c.evaluator]]
     order = {key: i for i, key in enumerate(seen)}
 
     def position(column: Column):

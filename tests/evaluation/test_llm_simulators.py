@@ -89,22 +89,22 @@ def test_an_unusable_simulator_answer_fails_the_dialogue(sim_benchmark, research
     assert not system_server.requests  # it failed before the first utterance
 
 
-def test_ievalm_knows_its_target_and_ends_when_it_is_recommended(
+def test_ievalm_knows_its_targets_continues_the_dataset_and_ends_when_one_is_recommended(
         sim_benchmark, researcher, llm_server, llm_settings):
     def user(request):
         prompt, persona = request.prompt_text, request.messages[0]["content"]
-        # The user knows its target's attributes, never its name.
-        assert "Harbor Grill" not in persona and "Old City Inn" not in persona
-        if "Open the conversation" in prompt:
-            return json.dumps({"utterance": "I want something specific."})
+        # iEvaLM tells its seeker every target (chat.py L240-242), never to be said.
+        assert "Never say the name" in persona
+        if "<rating>" in prompt:
+            return "It suggested what I wanted. <rating>2</rating>"
         return json.dumps({"utterance": "No, something else."})
 
     llm = llm_server(user)
 
     def system(body):
         turn = (body["turn_index"] - 1) // 2
-        # d1's target is r1 (its first target): shown at the 2nd system turn.
-        return {"response": "Here.", "ranked_item_ids": ["r2"] if turn == 0 else ["r1"]}
+        # r3 is no one's target; r1 (a target of d1 and d3) comes at the 2nd system turn.
+        return {"response": "Here.", "ranked_item_ids": ["r3"] if turn == 0 else ["r3", "r1"]}
 
     with live_server(system) as system_server:
         crs = live_system_create(name="CRS", owner=researcher, endpoint=system_server.url)
@@ -113,10 +113,19 @@ def test_ievalm_knows_its_target_and_ends_when_it_is_recommended(
             model=model_options(profile=llm.profile, model="openai/scripted-user"),
             enqueue=False))
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
+    assert simulation.config["accept_at"] == 50 and simulation.config["version"] == "2.0"
     d1 = simulation.dialogues.get(source_dialogue_id="d1")
-    assert [t["action"] for t in d1.turns] == ["greet_and_seek", "recommend",
-                                               "reject_and_refine", "recommend", "accept"]
-    assert d1.hidden["preferences"]["target_item_id"] == "r1"
+    # d1's dataset context is its first user turn: it opens the simulated dialogue as is
+    assert [t["action"] for t in d1.turns] == ["context", "recommend", "reject_and_refine",
+                                               "recommend", "accept"]
+    assert d1.turns[0]["text"] == "I want quiet seafood."
+    assert d1.hidden["preferences"]["target_item_ids"] == ["r1", "r2"]
+    assert d1.hidden["persuasiveness"] == 2
+    assert any("Harbor Grill" in r.prompt_text and "Noodle Nook" in r.prompt_text
+               for r in llm.requests)  # both of d1's targets are known
     d2 = simulation.dialogues.get(source_dialogue_id="d2")
     assert sum(1 for t in d2.turns if t["role"] == "system") == 5  # never found h1
-    assert any("seafood" in r.prompt_text for r in llm.requests)  # r1's attributes are known
+    assert simulation.report["summaries"]["ievalm_recall@1"]["value"] == pytest.approx(0)
+    # pairs (d1, r1) (d1, r2) (d2, h1) (d3, r1): r1 is 2nd in d1's and d3's final list
+    assert simulation.report["summaries"]["ievalm_recall@10"]["value"] == pytest.approx(0.5)
+    assert simulation.report["summaries"]["persuasiveness"]["value"] == pytest.approx(2)

@@ -140,8 +140,10 @@ def test_simulate_command_json_and_export(sim_benchmark, tmp_path):
                  stdout=io.StringIO())
     lines = [json.loads(line) for line in
              (tmp_path / "out" / "dialogues.jsonl").read_text().splitlines()]
-    assert len(lines) == 3 and all(set(line) == {"user_id", "target_item_ids", "turns"}
+    assert len(lines) == 3 and all(set(line) == {"user_id", "target_item_ids", "turns",
+                                                 "preferences", "reflections"}
                                    for line in lines)
+    assert all(set(line["preferences"]) == {"likes", "dislikes"} for line in lines)
     system_turns = [t for t in lines[0]["turns"] if t["role"] == "system"]
     assert len(system_turns) == 4 and all("ranked_item_ids" in t for t in system_turns)
     with pytest.raises(CommandError, match="not a finished simulation"):

@@ -71,7 +71,9 @@ def test_a_pepper_simulation_estimate_counts_every_call_and_a_growing_transcript
     assert many.total_tokens == pytest.approx(100 * four.total_tokens, rel=1e-3)
     ievalm = run_estimate.estimate_simulation("ievalm", users, total_users=3, turns=4,
                                               shown_k=5, price=lambda p, a: 1.0)
-    assert ievalm.calls == 3 + 9 and ievalm.cost_usd == 1.0
+    # iEvaLM: the opening, the replies, and its persuasiveness score once per user at the end
+    assert ievalm.calls == 3 + 9 + 3 and ievalm.cost_usd == 1.0
+    assert {k.kind: k.calls for k in ievalm.kinds}["persuasiveness"] == 3
     with pytest.raises(ValueError, match="not an LLM simulator"):
         run_estimate.estimate_simulation("template", users, total_users=3, turns=4, shown_k=5,
                                          price=lambda p, a: None)

@@ -239,7 +239,9 @@ def estimate_simulation(simulator: str, users: Sequence, *, total_users: int, tu
     users; USERS (`SimUser`s) are a sample whose real histories and item cards build the
     prompts (at most SIM_SAMPLE_USERS are read), scaled to TOTAL_USERS. PEPPER asks once for
     the user's preferences, once for the opening and once after every system turn but the
-    last; iEvaLM the same without the preferences, assuming it never accepts early. The live
+    last (its preferences are prepared once per user and reused by every simulation of the
+    design: counted here as if not prepared yet); iEvaLM the same without the preferences,
+    assuming it never accepts early, plus its persuasiveness score at the end. The live
     system's own LLM calls (an in-process LLM baseline) are not counted."""
     if simulator not in ("pepper", "ievalm"):
         raise ValueError(f"{simulator!r} is not an LLM simulator")
@@ -248,6 +250,8 @@ def estimate_simulation(simulator: str, users: Sequence, *, total_users: int, tu
         raise ValueError("a simulation estimate needs at least one user and one turn")
     kinds = {name: CallKind(name) for name in ("sim_preferences", "sim_utterance",
                                                "sim_reflection")}
+    if simulator == "ievalm":
+        kinds["persuasiveness"] = CallKind("persuasiveness")
     exchange = SIM_SYSTEM_ANSWER_TOKENS + SIM_USER_MESSAGE_TOKENS
     for user in sample:
         seen = [s.card for s in user.history.seen]
@@ -258,8 +262,11 @@ def estimate_simulation(simulator: str, users: Sequence, *, total_users: int, tu
             kinds["sim_preferences"].prompt_tokens += 90  # the request's fixed wording
             persona, respond_kind = 130 + ANSWER_TOKENS["sim_preferences"], "sim_reflection"
         else:
-            persona = 60 + count_tokens(user.target_card.text(with_name=False))
+            persona = 60 + sum(count_tokens(c.text())
+                               for c in user.target_view.all_targets)
             respond_kind = "sim_utterance"
+            kinds["persuasiveness"].add([{"content": ""}])  # scored once, at the end
+            kinds["persuasiveness"].prompt_tokens += persona + 120 + turns * exchange
         kinds["sim_utterance"].add([{"content": ""}])
         kinds["sim_utterance"].prompt_tokens += persona + 40
         shown = shown_k * (_card_tokens(seen) + 10)

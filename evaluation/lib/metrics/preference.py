@@ -6,7 +6,10 @@ at its x-th turn:
 - Recall@(t, K) = |P_t^u ∩ Y(u)| / |Y(u)|, the recall of turn t's list alone;
 - PC_t@K = mean over users of |(∪_{x≤t} P_x^u) ∩ Y(u)| / |Y(u)|, what has been covered so far;
 - PCIR_t@K = PC_t − PC_{t−1} (PC_0 = 0), the share newly covered at turn t;
-- PCIR_avg@K = mean of PCIR_t over t = 1..T, which telescopes to PC_T / T.
+- PCIR_avg@K, in one of two named variants (`PCIR_VARIANTS`; docs/simulation.md, "PCIR_avg:
+  two readings of the paper"): `eq3` (the default) is the mean of Eq. 3's PCIR_t over
+  t = 1..T, which telescopes to PC_T / T; `tables` is (PC_T − PC_1) / (T − 1), the mean of
+  PCIR_t over t = 2..T, the reading under which the paper's Table 5 follows from its Table 3.
 
 Each is a mean over users, reported with the studentized cluster (jackknife-t) CI whose
 clusters are the users (each simulated user's dialogue is one cluster; statistics.md). A
@@ -28,6 +31,28 @@ from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.results import Estimate
 
 KS = (1, 5, 10, 20, 50)
+
+# PCIR_avg's variants: name -> the label printed beside every number it computed
+PCIR_EQ3, PCIR_TABLES = "eq3", "tables"
+PCIR_VARIANTS = {
+    PCIR_EQ3: "PCIR_avg = mean of PCIR_t (Eq. 3) over t = 1..T = PC_T / T",
+    PCIR_TABLES: "PCIR_avg = (PC_T − PC_1) / (T − 1), the mean of PCIR_t over t = 2..T "
+                 "(fits the paper's Tables 3 and 5)",
+}
+
+
+def pcir_avg(coverage: Sequence[float], variant: str = PCIR_EQ3) -> float | None:
+    """PCIR_avg of one coverage curve PC_1..PC_T in VARIANT; None for `tables` at T = 1 (no
+    increase to average)."""
+    if variant not in PCIR_VARIANTS:
+        raise ValueError(f"unknown PCIR_avg variant {variant!r} (choose from "
+                         f"{', '.join(PCIR_VARIANTS)})")
+    turns = len(coverage)
+    if variant == PCIR_EQ3:
+        return float(coverage[-1]) / turns
+    if turns < 2:
+        return None
+    return (float(coverage[-1]) - float(coverage[0])) / (turns - 1)
 
 
 @dataclass(frozen=True)
@@ -70,9 +95,12 @@ class PreferenceReport:
     recall: Mapping[int, list[float]]      # K -> Recall@(t, K)
     summaries: Mapping[str, Estimate]      # "pc@10" (at T), "pcir_avg@10", "recall@10" (mean
     #                                        over turns), each with its user-clustered CI
+    pcir_variant: str = PCIR_EQ3           # which PCIR_avg the summaries' pcir_avg@K are
 
     def as_json(self) -> dict:
-        out: dict = {"turns": self.turns, "users": self.users}
+        out: dict = {"turns": self.turns, "users": self.users,
+                     "pcir_variant": self.pcir_variant,
+                     "pcir_label": PCIR_VARIANTS[self.pcir_variant]}
         for name, table in (("pc", self.pc), ("pcir", self.pcir), ("recall", self.recall)):
             for k, values in table.items():
                 out[f"{name}@{k}"] = [round(v, 6) for v in values]
@@ -83,26 +111,34 @@ class PreferenceReport:
 
 def preference_report(users: Sequence[SimulatedUser], *, turns: int,
                       ks: Sequence[int] = KS, n_resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = DEFAULT_SEED) -> PreferenceReport:
-    """PC_t, PCIR_t and Recall@(t, K) over USERS for every K and t ≤ TURNS, with CIs."""
+                      seed: int = DEFAULT_SEED, pcir: str = PCIR_EQ3) -> PreferenceReport:
+    """PC_t, PCIR_t and Recall@(t, K) over USERS for every K and t ≤ TURNS, with CIs;
+    PCIR_avg in variant PCIR (`PCIR_VARIANTS`)."""
+    if pcir not in PCIR_VARIANTS:
+        raise ValueError(f"unknown PCIR_avg variant {pcir!r} (choose from "
+                         f"{', '.join(PCIR_VARIANTS)})")
     if turns < 1:
         raise ValueError("turns must be at least 1")
     ids = [u.user_id for u in users]
-    pc, pcir, recall, summaries = {}, {}, {}, {}
+    pc, pcir_t, recall, summaries = {}, {}, {}, {}
     for k in ks:
         curves = [user_curves(u, turns=turns, k=k) for u in users]
         coverage = np.array([c for c, _ in curves]).reshape(len(users), turns)
         recalls = np.array([r for _, r in curves]).reshape(len(users), turns)
         mean_cov = coverage.mean(axis=0) if users else np.zeros(turns)
         pc[k] = mean_cov.tolist()
-        pcir[k] = np.diff(mean_cov, prepend=0.0).tolist()
+        pcir_t[k] = np.diff(mean_cov, prepend=0.0).tolist()
         recall[k] = (recalls.mean(axis=0) if users else np.zeros(turns)).tolist()
         # N_RESAMPLES and SEED stay in the signature for callers; the jackknife-t interval
         # draws nothing (bench_calibration measures why it replaced the bootstrap).
         options = {"bounds": (0.0, 1.0)}
         summaries[f"pc@{k}"] = cluster_mean(coverage[:, -1].tolist(), ids, **options)
-        # PCIR_avg per user is that user's PC_T / T; its mean over users is PCIR_avg.
-        summaries[f"pcir_avg@{k}"] = cluster_mean(
-            (coverage[:, -1] / turns).tolist(), ids, **options)
+        # PCIR_avg is linear in the curve, so the mean over users of each user's PCIR_avg is
+        # PCIR_avg of the mean curve (PC_t): eq3 PC_T / T, tables (PC_T − PC_1) / (T − 1).
+        per_user = [pcir_avg(row, pcir) for row in coverage]
+        summaries[f"pcir_avg@{k}"] = (
+            cluster_mean(per_user, ids, **options) if turns > 1 or pcir == PCIR_EQ3 else
+            Estimate.undefined("PCIR_avg (PC_T − PC_1) / (T − 1) needs at least 2 turns",
+                               method=summaries[f"pc@{k}"].method))
         summaries[f"recall@{k}"] = cluster_mean(recalls.mean(axis=1).tolist(), ids, **options)
-    return PreferenceReport(turns, len(users), pc, pcir, recall, summaries)
+    return PreferenceReport(turns, len(users), pc, pcir_t, recall, summaries, pcir)

@@ -18,7 +18,7 @@ from typing import Any
 
 from evaluation.lib.live.client import LiveCallError
 from evaluation.lib.live.contract import HistoryTurn, LiveAnswer, LiveRequest
-from evaluation.lib.simulators.simulators import Simulator, SimulatorError
+from evaluation.lib.simulators.simulators import CONTEXT, Simulator, SimulatorError
 from evaluation.lib.simulators.users import ItemCard, SimUser
 
 REQUEST_TOP_K = 50  # PEPPER reads up to K = 50
@@ -44,6 +44,13 @@ class DialogueOutcome:
         return not self.error_kind
 
 
+def system_rankings(turns) -> tuple[tuple[str, ...], ...]:
+    """The live system's lists of a stored dialogue, turn by turn (dataset-context turns, which
+    the system did not say, left out)."""
+    return tuple(tuple(t["ranked_item_ids"]) for t in turns
+                 if t["role"] == "system" and t.get("action") != CONTEXT)
+
+
 def _turn(index: int, role: str, text: str, action: str, *, ranked=(), citations=()) -> dict:
     turn = {"index": index, "role": role, "text": text, "action": action,
             "referenced_item_ids": list(ranked[:1]), "citations": [dict(c) for c in citations],
@@ -57,20 +64,30 @@ def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark:
                       opaque_id: str, turns: int, cards: Mapping[str, ItemCard],
                       pool: tuple[str, ...] = (),
                       clock: Callable[[], float] = time.perf_counter,
-                      stop: Callable[[], bool] | None = None) -> DialogueOutcome:
+                      stop: Callable[[], bool] | None = None,
+                      prepared: Mapping[str, Any] | None = None) -> DialogueOutcome:
     """Talk until TURNS system turns were answered or the simulator ends the dialogue. STOP,
     asked before every turn, ends the dialogue as `cancelled` (nothing of it is kept): a
     cancelled run stops within one turn of each dialogue in flight. The system knows the
-    dialogue by OPAQUE_ID only, never by the id of the benchmark dialogue it simulates."""
+    dialogue by OPAQUE_ID only, never by the id of the benchmark dialogue it simulates.
+    PREPARED: the user's general preferences from the preparation step (a simulator that
+    prepares derives them itself without). A simulator's dataset context (iEvaLM) is replayed
+    first as turns of action `context`; they count as no system turn. When the dialogue ends,
+    the simulator's `finish` scores are kept with its hidden part."""
     outcome = DialogueOutcome(opaque_id, user.user_id, user.target_item_ids)
     started = clock()
     history: list[HistoryTurn] = []
     rows: list[dict] = []
     state = None
+    scores: dict[str, Any] = {}
     try:
         target = user.target_view if simulator.target_based else None
-        state = simulator.start(user.history, target)
+        state = simulator.start(user.history, target, prepared)
+        for role, text in simulator.context(state):
+            rows.append(_turn(len(rows), role, text, CONTEXT))
+            history.append(HistoryTurn(role, text, (), CONTEXT if role == "user" else ""))
         utterance = simulator.opening(state)
+        answer: LiveAnswer | None = None
         for t in range(turns):
             if stop is not None and stop():
                 outcome.error_kind, outcome.error = CANCELLED, f"cancelled before turn {t + 1}"
@@ -80,7 +97,7 @@ def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark:
                                   utterance.text, pool, REQUEST_TOP_K)
             history.append(HistoryTurn("user", utterance.text, (), utterance.action))
             called = clock()
-            answer: LiveAnswer = system.turn(request)
+            answer = system.turn(request)
             outcome.system_seconds += clock() - called
             ranked = answer.ranked_item_ids
             rows.append(_turn(len(rows), "system", answer.response,
@@ -95,6 +112,9 @@ def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark:
             if utterance.done:
                 rows.append(_turn(len(rows), "user", utterance.text, utterance.action))
                 break
+        if outcome.ok and answer is not None:
+            scores = simulator.finish(state, answer,
+                                      [cards[i] for i in answer.ranked_item_ids if i in cards])
     except LiveCallError as error:
         outcome.error_kind, outcome.error = error.kind, f"turn {len(rows)}: {error.message}"
     except SimulatorError as error:
@@ -109,5 +129,6 @@ def simulate_dialogue(user: SimUser, simulator: Simulator, system, *, benchmark:
         return outcome  # nothing partial: a failed dialogue keeps no turn
     outcome.turns = rows
     outcome.hidden = {"target_item_ids": list(user.target_item_ids),
-                      "preferences": state.preferences, "reflections": state.reflections}
+                      "preferences": state.preferences, "reflections": state.reflections,
+                      **scores}
     return outcome

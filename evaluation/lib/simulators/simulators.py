@@ -1,16 +1,26 @@
 """User simulators that talk to a live system (docs/formats.md §4), each a versioned
 configuration: its name, version and options are stored with every run that uses it.
+docs/simulation.md cites, for each choice below, the file and line of the authors' released code.
 
-- `pepper`: PEPPER's target-free simulator (Kim et al., §3.2). General preferences (Likes and
-  Dislikes) are extracted by the LLM from the reviews of the user's *seen* items only (§3.2.1);
-  at each turn the system's top-K items are split into seen and unseen and *reflected
-  preferences* are generated for them (seen: recalled through the user's reviews; unseen: a like
-  or dislike consistent with the general preferences, §3.2.2) and fed into the next utterance.
-  Concord asks for the reflections and the next utterance in one answer (reflections first, so
-  the utterance is conditioned on them), one LLM call per turn. It never sees target ids.
-- `ievalm`: an iEvaLM-style target-based user (Wang et al.; the way CoRE's logs were made): the
-  user knows its target item's attributes, never says its name, and reacts to each
-  recommendation; the dialogue ends when the target is among the first `accept_at` items shown.
+- `pepper`: PEPPER's target-free simulator (Kim et al., §3.2 and §4.1.3;
+  happysnail06/PEPPER). General preferences (likes, dislikes and a narrative) are derived by
+  the LLM from the reviews of the user's *seen* items only (§3.2.1), ONCE per simulated user in
+  a preparation step before any dialogue (`prepare`, as PEPPER's
+  `src/data_processsing/3_generate_gp.py` writes them before `src/chat/*.py` runs); the
+  service stores them (`SimulatedUserProfile`) so that every simulation of one design talks
+  with the same users. At each turn the system's first `shown_k` items (4 by default, the
+  item interface of §4.1.3 and `candidate_list = all_recommendations_str[:4]`) are split into
+  seen and unseen and *reflected preferences* are generated for them (§3.2.2) and fed into the
+  next utterance, whose instructions carry PEPPER's gradual-disclosure rule (reveal preferences
+  over time, a new point per message, never one already made). Concord asks for the
+  reflections and the utterance in one answer (reflections first), one LLM call per turn. It
+  never sees target ids.
+- `ievalm`: iEvaLM's target-based user as `RUCAIBox/iEvaLM-CRS` `script/chat.py` runs it: it
+  knows every gold item of its dialogue (never to be named), continues the dataset dialogue's
+  context, refuses and describes its targets, accepts as soon as one target is anywhere in the
+  system's top `accept_at` (50), which ends the dialogue, and scores the system's
+  persuasiveness with iEvaLM's rubric at the end (`finish`). Its metric is in
+  `lib/metrics/ievalm.py`.
 - `template`: a deterministic, seeded, target-free simulator that needs no LLM (offline demo and
   tests). It is a template stand-in for PEPPER, not PEPPER: preferences are the categories of
   the seen items the user rated well (likes) or badly (dislikes), reflections are rules.
@@ -26,16 +36,23 @@ import json
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.lib.live.contract import LiveAnswer
+from evaluation.lib.llm.core_recall_persuasiveness import parse_persuasiveness
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import Parsed, ask_until_parsed, extract_json_object
+from evaluation.lib.metrics.ievalm import ACCEPT_AT, accepts
 from evaluation.lib.simulators.users import HistoryView, ItemCard, TargetView
 
 GOOD_STARS = 3.5
+# PEPPER §4.1.3 "The number of items presented in the item interface is set to 4";
+# src/chat/chat_chatgpt.py L156-157 `candidate_list = all_recommendations_str[:4]`
+DEFAULT_SHOWN_K = 4
+MAX_SHOWN_K = 50
+CONTEXT = "context"  # the action of a dataset-context turn replayed before the simulation
 
 
 class SimulatorError(RuntimeError):
@@ -58,6 +75,7 @@ class SimState:
     reflections: list[list[dict]] = field(default_factory=list)  # per turn
     transcript: list[tuple[str, str]] = field(default_factory=list)
     llm_seconds: float = 0.0  # time inside LLM calls (bench_simulation's overhead excludes it)
+    ended_by_user: bool = False  # the user ended the dialogue (iEvaLM: accepted)
 
 
 class Simulator(ABC):
@@ -65,17 +83,37 @@ class Simulator(ABC):
     version = ""
     target_based = False
     needs_llm = False
+    prepares = False  # derives the user's general preferences once, before any dialogue
 
-    def __init__(self, *, shown_k: int = 5, seed: int = 0):
+    def __init__(self, *, shown_k: int = DEFAULT_SHOWN_K, seed: int = 0):
+        if not 1 <= shown_k <= MAX_SHOWN_K:
+            raise ValueError(f"the item interface shows 1–{MAX_SHOWN_K} items, not {shown_k}")
         self.shown_k, self.seed = shown_k, seed
 
     def config(self) -> dict[str, Any]:
         return {"simulator": self.name, "version": self.version, "shown_k": self.shown_k,
                 "seed": self.seed, "target_based": self.target_based}
 
-    def start(self, history: HistoryView, target: TargetView | None = None) -> SimState:
+    def preparation_config(self) -> dict[str, Any]:
+        """What a prepared profile depends on besides the user (the cache's key)."""
+        return {"simulator": self.name, "version": self.version}
+
+    def prepare(self, history: HistoryView) -> dict[str, Any]:
+        """The user's general preferences, derived once before any dialogue ({}: none)."""
+        return {}
+
+    def start(self, history: HistoryView, target: TargetView | None = None,
+              prepared: Mapping[str, Any] | None = None) -> SimState:
         rng = random.Random(f"{self.seed}:{history.user_id}")
-        return SimState(history, target if self.target_based else None, rng)
+        state = SimState(history, target if self.target_based else None, rng)
+        if self.prepares:
+            state.preferences = dict(prepared) if prepared is not None else \
+                self.prepare(history)
+        return state
+
+    def context(self, state: SimState) -> tuple[tuple[str, str], ...]:
+        """(role, text) turns replayed to the system before the opening (none by default)."""
+        return ()
 
     @abstractmethod
     def opening(self, state: SimState) -> Utterance: ...
@@ -83,6 +121,12 @@ class Simulator(ABC):
     @abstractmethod
     def respond(self, state: SimState, answer: LiveAnswer,
                 shown: Sequence[ItemCard]) -> Utterance: ...
+
+    def finish(self, state: SimState, answer: LiveAnswer,
+               final: Sequence[ItemCard]) -> dict[str, Any]:
+        """Scores the simulated user gives once the dialogue ended (ANSWER: the system's last,
+        FINAL: the cards of its list); stored with the dialogue's hidden part."""
+        return {}
 
 
 # --- template (no LLM) ------------------------------------------------------------------------
@@ -101,8 +145,8 @@ def _categories(state: SimState, good: bool) -> list[str]:
 class TemplateSimulator(Simulator):
     name, version = "template", "1.0"
 
-    def start(self, history, target=None):
-        state = super().start(history, target)
+    def start(self, history, target=None, prepared=None):
+        state = super().start(history, target, prepared)
         likes = _categories(state, True)
         dislikes = [c for c in _categories(state, False) if c not in likes]
         state.preferences = {"likes": likes, "dislikes": dislikes}
@@ -145,7 +189,6 @@ class TemplateSimulator(Simulator):
             parts.append("Could you suggest something else?")
         return Utterance(" ".join(parts), "provide_preference")
 
-
 # --- LLM simulators ---------------------------------------------------------------------------
 
 def _seen_text(history: HistoryView) -> str:
@@ -168,8 +211,9 @@ def _reask(problem: str) -> str:
 class _LLMSimulator(Simulator):
     needs_llm = True
 
-    def __init__(self, *, gateway: LLMGateway, config: ModelConfig, shown_k: int = 5,
-                 seed: int = 0, max_reasks: int = 2, meter: UsageMeter | None = None):
+    def __init__(self, *, gateway: LLMGateway, config: ModelConfig,
+                 shown_k: int = DEFAULT_SHOWN_K, seed: int = 0, max_reasks: int = 2,
+                 meter: UsageMeter | None = None):
         super().__init__(shown_k=shown_k, seed=seed)
         self.gateway, self.model, self.max_reasks, self.meter = gateway, config, max_reasks, meter
 
@@ -177,14 +221,23 @@ class _LLMSimulator(Simulator):
         return {**super().config(), "model": self.model.model,
                 "temperature": self.model.temperature, "max_reasks": self.max_reasks}
 
-    def ask(self, state: SimState, messages, parse) -> Any:
-        started = time.perf_counter()
-        outcome = ask_until_parsed(self.gateway, self.model, messages, parse, _reask,
-                                   max_reasks=self.max_reasks, meter=self.meter)
-        state.llm_seconds += time.perf_counter() - started
+    def preparation_config(self):
+        return {**super().preparation_config(), "model": self.model.model,
+                "temperature": self.model.temperature}
+
+    def ask(self, state: SimState | None, messages, parse, *, reask=_reask) -> Any:
+        outcome = self.ask_outcome(state, messages, parse, reask=reask)
         if outcome.value is None:
             raise SimulatorError(f"{self.name} simulator: {outcome.failure}")
         return outcome.value
+
+    def ask_outcome(self, state: SimState | None, messages, parse, *, reask=_reask):
+        started = time.perf_counter()
+        outcome = ask_until_parsed(self.gateway, self.model, messages, parse, reask,
+                                   max_reasks=self.max_reasks, meter=self.meter)
+        if state is not None:
+            state.llm_seconds += time.perf_counter() - started
+        return outcome
 
 
 def _utterance_parser(*extra: str):
@@ -202,11 +255,23 @@ def _utterance_parser(*extra: str):
     return parse
 
 
-class PepperSimulator(_LLMSimulator):
-    name, version = "pepper", "1.0"
+# PEPPER's gradual disclosure (prompts/user_simulator_prompt.txt L20-21 and L26), in Concord's
+# words: one new point per message, drawn from a part of the preferences not used yet.
+GRADUAL_DISCLOSURE = (
+    "How to talk: let your tastes come out little by little over the conversation, not all "
+    "at once. Before writing, read the conversation so far; each message makes ONE point you "
+    "have not made before (a different part of your preferences, or your view of an item just "
+    "shown) and never repeats a point you already made. Keep it to one or two casual sentences "
+    "in the first person, do not overdo thanks, and never invent facts.")
 
-    def start(self, history, target=None):
-        state = super().start(history, None)  # target-free: never given the target
+
+class PepperSimulator(_LLMSimulator):
+    name, version = "pepper", "2.0"
+    prepares = True
+
+    def prepare(self, history):
+        """PEPPER's preparation step (§3.2.1; 3_generate_gp.py): likes, dislikes and a short
+        narrative from the seen items' reviews, once per user, before any dialogue."""
         messages = [
             {"role": "system", "content": "You summarise a person's tastes from their reviews."},
             {"role": "user", "content": (
@@ -224,26 +289,25 @@ class PepperSimulator(_LLMSimulator):
                 return Parsed(problem='"likes" and "dislikes" must be lists of strings')
             return Parsed(data.value)
 
-        prefs = self.ask(state, messages, parse)
-        state.preferences = {"likes": [str(x) for x in prefs["likes"]],
-                             "dislikes": [str(x) for x in prefs["dislikes"]],
-                             "narrative": str(prefs.get("narrative") or "")}
-        return state
+        prefs = self.ask(None, messages, parse)
+        return {"likes": [str(x) for x in prefs["likes"]],
+                "dislikes": [str(x) for x in prefs["dislikes"]],
+                "narrative": str(prefs.get("narrative") or "")}
 
     def _persona(self, state) -> str:
         p = state.preferences
         where = f" in {state.history.city}" if state.history.city else ""
         return (f"You are a user looking for a {state.history.item_type or 'place'}{where}. "
-                f"{p['narrative']}\nLikes: {'; '.join(p['likes'])}\n"
-                f"Dislikes: {'; '.join(p['dislikes'])}\nYou do not know which item you will "
-                "end up liking; talk naturally, one or two sentences, and never invent facts.")
+                f"{p.get('narrative', '')}\nLikes: {'; '.join(p.get('likes', []))}\n"
+                f"Dislikes: {'; '.join(p.get('dislikes', []))}\nYou do not know which item you "
+                f"will end up liking.\n{GRADUAL_DISCLOSURE}")
 
     def opening(self, state):
         messages = [{"role": "system", "content": self._persona(state)},
                     {"role": "user", "content": (
-                        "Start the conversation with a recommender by asking for a "
-                        'recommendation that fits your general preferences. JSON only: '
-                        '{"utterance": "..."}')}]
+                        "Nothing has been recommended yet. Start the conversation with a "
+                        "recommender: say what you are after, with one of your preferences "
+                        '(not all of them). JSON only: {"utterance": "..."}')}]
         data = self.ask(state, messages, _utterance_parser())
         state.transcript.append(("user", data["utterance"]))
         return Utterance(data["utterance"], "greet_and_seek")
@@ -264,8 +328,11 @@ class PepperSimulator(_LLMSimulator):
                         f"The conversation so far:\n{_transcript(state)}\n\nThe items shown to "
                         "you now:\n" + ("\n".join(lines) or "(none)") + "\n\nFirst reflect on "
                         "each item: for SEEN items recall your experience from your reviews; for "
-                        "UNSEEN items say whether you would like it given your preferences. Then "
-                        "write your next message to the recommender, using those reflections. "
+                        "UNSEEN items say whether you would like it given your preferences, from "
+                        "an angle the conversation has not covered yet. Then write your next "
+                        "message to the recommender: pick the single most important new point "
+                        "from those reflections and your preferences, one you have not made "
+                        "before. "
                         'JSON only: {"reflected_preferences": [{"item_id": "...", "opinion": '
                         '"like|dislike", "reason": "..."}], "utterance": "..."}')}]
         data = self.ask(state, messages, _utterance_parser("reflected_preferences"))
@@ -275,54 +342,110 @@ class PepperSimulator(_LLMSimulator):
         return Utterance(data["utterance"], "provide_preference")
 
 
+def _persuasiveness_reask(problem: str) -> str:
+    return (f"Your reply could not be used: {problem}. Give a short reason, then the score as "
+            "<rating>N</rating> with N in 0, 1 or 2.")
+
+
 class IEvaLMSimulator(_LLMSimulator):
-    name, version = "ievalm", "1.0"
+    name, version = "ievalm", "2.0"
     target_based = True
 
-    def __init__(self, *, accept_at: int = 5, **options):
+    def __init__(self, *, accept_at: int = ACCEPT_AT, **options):
         super().__init__(**options)
+        if not 1 <= accept_at <= MAX_SHOWN_K:
+            raise ValueError(f"accept_at must be 1–{MAX_SHOWN_K}, not {accept_at}")
         self.accept_at = accept_at
 
     def config(self):
         return {**super().config(), "accept_at": self.accept_at}
 
-    def start(self, history, target=None):
+    def start(self, history, target=None, prepared=None):
         if target is None:
             raise SimulatorError("the iEvaLM-style simulator needs a target item")
-        state = super().start(history, target)
-        state.preferences = {"target_item_id": target.target.id,
-                             "target": target.target.text()}
+        state = super().start(history, target, prepared)
+        state.preferences = {"target_item_ids": [c.id for c in target.all_targets],
+                             "targets": [c.text() for c in target.all_targets],
+                             "target_item_id": target.target.id, "target": target.target.text()}
         return state
 
+    def _targets(self, state) -> str:
+        return "; ".join(f'"{c.name}" ({c.text(with_name=False)})'
+                         for c in state.target.all_targets)
+
     def _persona(self, state) -> str:
-        return ("You are a user talking to a recommender. You are looking for an item with "
-                f"these attributes: {state.target.target.text(with_name=False)}. Never say its "
-                "name; describe what you want, react to the recommendations (why they do not "
-                "fit), one or two sentences per message.")
+        # script/chat.py L107-111: the seeker is told its target items, to accept them, to
+        # refuse anything else while describing them, and never to say a target's title.
+        return ("You are a user chatting with a recommender to get a recommendation. The items "
+                f"you are after: {self._targets(state)}. If the recommender suggests one of "
+                "them, accept it. If it suggests something else, turn it down and describe what "
+                "you are after; if it asks about your preferences, describe them. Never say the "
+                "name of an item you are after. One or two sentences per message.")
+
+    def context(self, state):
+        """The dataset dialogue's turns before its recommendation (chat.py L238-257), a last
+        user turn aside: that one is the opening."""
+        turns = state.target.context
+        if turns and turns[-1][0] == "user":
+            turns = turns[:-1]
+        state.transcript.extend(turns)
+        return turns
 
     def opening(self, state):
+        turns = state.target.context
+        if turns and turns[-1][0] == "user":  # the dataset's own last user turn opens
+            state.transcript.append(("user", turns[-1][1]))
+            return Utterance(turns[-1][1], CONTEXT)
         messages = [{"role": "system", "content": self._persona(state)},
-                    {"role": "user", "content": 'Open the conversation. JSON only: '
-                                                '{"utterance": "..."}'}]
+                    {"role": "user", "content": (
+                        f"The conversation so far:\n{_transcript(state)}\n\nWrite your next "
+                        'message to the recommender. JSON only: {"utterance": "..."}')}]
         data = self.ask(state, messages, _utterance_parser())
         state.transcript.append(("user", data["utterance"]))
         return Utterance(data["utterance"], "greet_and_seek")
 
     def respond(self, state, answer, shown):
         state.transcript.append(("system", answer.response))
-        if state.target.target.id in answer.ranked_item_ids[:self.accept_at]:
-            text = "Yes, that is exactly what I was looking for. Thank you!"
+        targets = [c.id for c in state.target.all_targets]
+        if accepts(answer.ranked_item_ids, targets, self.accept_at):
+            text = "Yes, that is what I was looking for. Thank you!"
             state.transcript.append(("user", text))
+            state.ended_by_user = True
             return Utterance(text, "accept", done=True)
-        names = ", ".join(card.name for card in shown[:self.shown_k]) or "nothing"
+        # chat.py L289-294: the list is shown only with the accepted or the last turn; before
+        # that the seeker reads the recommender's words alone.
         messages = [{"role": "system", "content": self._persona(state)},
                     {"role": "user", "content": (
-                        f"The conversation so far:\n{_transcript(state)}\n\nYou were shown: "
-                        f"{names}. None is what you want. Reply to the recommender. JSON only: "
+                        f"The conversation so far:\n{_transcript(state)}\n\nNothing suggested "
+                        "is what you are after. Reply to the recommender. JSON only: "
                         '{"utterance": "..."}')}]
         data = self.ask(state, messages, _utterance_parser())
         state.transcript.append(("user", data["utterance"]))
         return Utterance(data["utterance"], "reject_and_refine")
+
+    def finish(self, state, answer, final):
+        """iEvaLM's persuasiveness (chat.py L348-363): the seeker, who knows its targets,
+        scores the system's explanation 0–2 with iEvaLM's rubric after the dialogue, the final
+        list shown with the last system turn (L289-294)."""
+        if not state.ended_by_user:  # the turn limit: the last answer was never replied to
+            state.transcript.append(("system", answer.response))
+        listed = "\n".join(f"{i}. {card.name}" for i, card in enumerate(final[:50], 1))
+        messages = [{"role": "system", "content": self._persona(state)},
+                    {"role": "user", "content": (
+                        f"The conversation:\n{_transcript(state)}\n\nWith its last message the "
+                        f"recommender listed:\n{listed or '(nothing)'}\n\nHow much does its "
+                        "explanation make you want to take the recommendation? Score it with "
+                        "these rules, in this order: 2 if it names one of the items you are "
+                        "after; otherwise 0 if what it recommends seems worse than the items you "
+                        "are after, 1 if it seems about as good, 2 if it seems better, judging by "
+                        "its explanation. Give a short reason, then the score as "
+                        "<rating>N</rating> with N in 0, 1 or 2.")}]
+        outcome = self.ask_outcome(state, messages, parse_persuasiveness,
+                                   reask=_persuasiveness_reask)
+        if outcome.value is None:
+            return {"persuasiveness": None, "persuasiveness_failure": outcome.failure}
+        return {"persuasiveness": outcome.value.score,
+                "persuasiveness_reason": outcome.value.rationale}
 
 
 SIMULATORS = {cls.name: cls for cls in (PepperSimulator, IEvaLMSimulator, TemplateSimulator)}
@@ -373,6 +496,8 @@ def simulation_design(config: dict) -> Design:
         parts.append(f"model {design['model']}")
     if design.get("accept_at"):
         parts.append(f"accepts in top {design['accept_at']}")
+    if design.get("pcir"):  # runs stored before the option computed Eq. 3
+        parts.append(f"PCIR_avg {design['pcir']}")
     if design.get("hidden_users"):
         parts.append("hidden split included")
     return Design(DESIGN_PREFIX + simulator_config_hash(design)[:12], " · ".join(parts))

@@ -20,11 +20,17 @@ from collections.abc import Mapping, Sequence
 
 from evaluation.lib.metrics.suite import OPEN
 from evaluation.lib.metrics.types import Citation, ReferenceDialogue, ReferenceTurn, SubmittedTurn
+from evaluation.lib.simulators.simulators import CONTEXT
 
 SIMULATED_SPLIT = "simulated"
 # SuiteConfig overrides of a simulation's Trace run (JSON: stored in the run's configuration)
 SIMULATED_SUITE_OPTIONS = {"text_metrics": False, "pool_mode": OPEN}
 RECOMMEND = "recommend"
+# The axes a simulation run's summaries are stored under (MetricSummary.axis)
+PREFERENCES_AXIS = "preference elicitation"
+IEVALM_AXIS = "iEvaLM (final list)"
+# the iEvaLM simulator's coverage curves; it sorts after IEVALM_AXIS where axes sort by name
+PEPPER_STYLE_AXIS = "iEvaLM extra: PEPPER-style coverage"
 
 
 def simulated_trace_inputs(dialogues: Sequence[tuple[str, Sequence[str], Sequence[Mapping]]]
@@ -35,6 +41,8 @@ def simulated_trace_inputs(dialogues: Sequence[tuple[str, Sequence[str], Sequenc
     for user_id, targets, turns in dialogues:
         rows = []
         for turn in turns:
+            if turn.get("action") == CONTEXT:
+                continue  # the dataset's turns an iEvaLM dialogue starts from: not the system's
             ranked = tuple(turn.get("ranked_item_ids") or ())
             if turn["role"] == "system":
                 rows.append(ReferenceTurn(turn["index"], "system", "",

@@ -106,9 +106,17 @@ class HistoryView:
 
 @dataclass(frozen=True)
 class TargetView:
-    """What a target-based (iEvaLM-style) simulator also knows: the item it is looking for."""
+    """What a target-based (iEvaLM-style) simulator also knows: the items it is looking for
+    (iEvaLM gives its seeker every gold item of the dialogue, script/chat.py L240-242) and the
+    dataset context its dialogue starts from (the turns before the recommendation, L238-257)."""
 
-    target: ItemCard
+    target: ItemCard  # the first target
+    targets: tuple[ItemCard, ...] = ()  # all of them, the first included
+    context: tuple[tuple[str, str], ...] = ()  # (role, text) of the dataset's earlier turns
+
+    @property
+    def all_targets(self) -> tuple[ItemCard, ...]:
+        return self.targets or (self.target,)
 
 
 @dataclass(frozen=True)
@@ -118,10 +126,34 @@ class SimUser:
     target_item_ids: tuple[str, ...]
     candidate_item_ids: tuple[str, ...]
     target_card: ItemCard
+    target_cards: tuple[ItemCard, ...] = ()
+    context: tuple[tuple[str, str], ...] = ()  # the dialogue's turns before its recommendation
 
     @property
     def target_view(self) -> TargetView:
-        return TargetView(self.target_card)
+        return TargetView(self.target_card, self.target_cards or (self.target_card,),
+                          self.context)
+
+
+MAX_CONTEXT_TURNS = 10
+
+
+def dataset_context(turns: Sequence[Mapping], targets: Sequence[str]
+                    ) -> tuple[tuple[str, str], ...]:
+    """The (role, text) turns of a benchmark dialogue before its first system turn whose gold
+    is one of TARGETS (else before its first system turn with any gold; else none): the
+    context iEvaLM's simulated dialogue continues from (its test data's `context` up to the
+    recommendation turn, script/chat.py L222-257). At most MAX_CONTEXT_TURNS, the latest."""
+    wanted = set(targets)
+    cut = next((i for i, t in enumerate(turns) if t.get("role") == "system"
+                and wanted & set(t.get("gold_item_ids") or ())), None)
+    if cut is None:
+        cut = next((i for i, t in enumerate(turns) if t.get("role") == "system"
+                    and t.get("gold_item_ids")), None)
+    if cut is None:
+        return ()
+    return tuple((t["role"], t["text"]) for t in turns[:cut]
+                 if t.get("text"))[-MAX_CONTEXT_TURNS:]
 
 
 def simulated_users(*, items: Sequence[Mapping], reviews: Sequence[Mapping],
@@ -145,7 +177,9 @@ def simulated_users(*, items: Sequence[Mapping], reviews: Sequence[Mapping],
             seen=tuple(SeenItem(cards[i], tuple(by_item.get(i, [])[:MAX_REVIEWS_PER_ITEM]))
                        for i in seen))
         users.append(SimUser(record["id"], history, tuple(targets),
-                             tuple(record.get("candidate_item_ids") or ()), cards[targets[0]]))
+                             tuple(record.get("candidate_item_ids") or ()), cards[targets[0]],
+                             tuple(cards[i] for i in targets),
+                             dataset_context(record.get("turns") or (), targets)))
     return users
 
 

@@ -1,6 +1,8 @@
 """`manage.py export_simulation RUN DIR`: a simulation run's dialogues as `DIR/dialogues.jsonl`
-(one line per simulated user: its `target_item_ids` and its `turns` in the bundle's turn format,
-each system turn with the `ranked_item_ids` it showed) and `DIR/report.json` (the metrics)."""
+(one line per simulated user: its `target_item_ids`, its `turns` in the bundle's turn format,
+each system turn with the `ranked_item_ids` it showed, the general `preferences` its simulator
+prepared before the dialogue, the per-turn `reflections`, and iEvaLM's `persuasiveness`) and
+`DIR/report.json` (the metrics)."""
 
 import json
 from pathlib import Path
@@ -24,7 +26,12 @@ class Command(BaseCommand):
         folder = Path(dir)
         folder.mkdir(parents=True, exist_ok=True)
         lines = [json.dumps({"user_id": d.user_id, "target_item_ids": d.target_item_ids,
-                             "turns": d.turns}, ensure_ascii=False)
+                             "turns": d.turns,
+                             "preferences": (d.hidden or {}).get("preferences", {}),
+                             "reflections": (d.hidden or {}).get("reflections", []),
+                             **({"persuasiveness": d.hidden["persuasiveness"]}
+                                if "persuasiveness" in (d.hidden or {}) else {})},
+                            ensure_ascii=False)
                  for d in simulation.dialogues.filter(status="ok").order_by("position")]
         (folder / "dialogues.jsonl").write_text("".join(line + "\n" for line in lines),
                                                 encoding="utf-8")

@@ -22,8 +22,9 @@ from evaluation.cli import (
     llm_model_options,
     spending_choice,
 )
-from evaluation.lib.metrics.preference import KS
-from evaluation.lib.simulators.simulators import SIMULATORS
+from evaluation.lib.metrics.ievalm import ACCEPT_AT
+from evaluation.lib.metrics.preference import KS, PCIR_EQ3, PCIR_VARIANTS
+from evaluation.lib.simulators.simulators import DEFAULT_SHOWN_K, SIMULATORS
 from evaluation.models import Benchmark, Job, System
 from evaluation.services.live import live_baselines_ensure, system_set_live
 from evaluation.services.simulations import (
@@ -48,6 +49,16 @@ class Command(BaseCommand):
         parser.add_argument("--pool", choices=POOLS, default="catalogue",
                             help="what systems rank: the whole catalogue (default) or the "
                                  "user's dialogue candidates")
+        parser.add_argument("--shown-k", type=int, default=DEFAULT_SHOWN_K,
+                            help="items the simulated user is shown per turn (PEPPER's item "
+                                 f"interface: {DEFAULT_SHOWN_K}); part of the design")
+        parser.add_argument("--accept-at", type=int, default=ACCEPT_AT,
+                            help="ievalm: the user accepts a target in the system's top N "
+                                 f"(iEvaLM: {ACCEPT_AT})")
+        parser.add_argument("--pcir", choices=sorted(PCIR_VARIANTS), default=PCIR_EQ3,
+                            help="PCIR_avg: eq3 = PC_T / T, the paper's Eq. 3 (default); "
+                                 "tables = (PC_T - PC_1) / (T - 1), which fits its Tables 3 "
+                                 "and 5 (docs/simulation.md)")
         parser.add_argument("--batch-size", type=int, default=10)
         parser.add_argument("--failure-threshold", type=float, default=0.5)
         parser.add_argument("--endpoint", default="",
@@ -65,7 +76,7 @@ class Command(BaseCommand):
 
     def handle(self, *, benchmark, system, simulator, users, turns, seed, pool, batch_size,
                failure_threshold, worker, as_json, no_progress, endpoint="", credential="",
-               **options):
+               shown_k=DEFAULT_SHOWN_K, accept_at=ACCEPT_AT, pcir=PCIR_EQ3, **options):
         bench = Benchmark.objects.filter(slug=benchmark).first()
         if bench is None:
             raise CommandError(f"no benchmark {benchmark!r}")
@@ -88,6 +99,7 @@ class Command(BaseCommand):
                 simulation = simulation_create(
                     benchmark=bench, system=found, simulator=simulator, users=users,
                     turns=turns, seed=seed, model=model, batch_size=batch_size, pool=pool,
+                    shown_k=shown_k, accept_at=accept_at, pcir=pcir,
                     failure_threshold=failure_threshold, enqueue=worker,
                     spending=spending_choice(options))
         except ValidationError as error:
@@ -114,12 +126,16 @@ class Command(BaseCommand):
                 "run_id": simulation.run_id, "simulation_id": simulation.pk,
                 "submission_id": simulation.submission_id, "simulator": simulation.config,
                 "users": report["users"], "failed": report["failed"],
+                "pcir_variant": report.get("pcir_variant"),
+                "pcir_label": report.get("pcir_label"),
                 "failures_by_kind": report["failures_by_kind"], "metrics": metrics,
                 "summaries": report["summaries"],
                 "overhead_ms_per_turn": report["overhead_ms_per_turn"]}))
             return
         self.stdout.write(f"run {simulation.run_id}: {simulation.simulator} × {found.name}, "
                           f"{report['users']} users, {turns} turns, {report['failed']} failed")
+        if report.get("pcir_label"):
+            self.stdout.write(f"  {report['pcir_label']}")
         for name, estimate in report["summaries"].items():
             low, high = estimate["ci_low"], estimate["ci_high"]
             ci = f" [{low:.3f}, {high:.3f}]" if low is not None else ""
