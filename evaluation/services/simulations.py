@@ -44,7 +44,12 @@ from django.utils import timezone
 from evaluation.lib.formats.submission import item_infos, review_infos
 from evaluation.lib.llm.estimate import RunEstimate, estimate_simulation
 from evaluation.lib.llm.gateway import token_cost
-from evaluation.lib.metrics.preference import KS, SimulatedUser, preference_report
+from evaluation.lib.metrics.preference import (
+    KS,
+    SimulatedUser,
+    preference_report,
+    preference_specs,
+)
 from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, evaluate_submission
 from evaluation.lib.rankers import Catalogue
 from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
@@ -462,10 +467,11 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
             evaluator_version=simulation.simulator_version, config=simulation.config,
             config_hash=simulation.config_hash, job_id=simulation.job_id)
         _store_scores(run, ok, simulation.turns)
-        for name, estimate in report.summaries.items():
+        for spec in preference_specs():
+            estimate = report.summaries[spec.name]
             MetricSummary.objects.create(
-                run=run, metric=name, axis="preference elicitation",
-                direction=MetricSummary.Direction.HIGHER, value=estimate.value,
+                run=run, metric=spec.name, axis=spec.axis,
+                direction=spec.direction, value=estimate.value,
                 ci_low=estimate.ci_low, ci_high=estimate.ci_high,
                 n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "",
                 ci_method=estimate.method, ci_version=interval_version(estimate.method))
@@ -562,9 +568,10 @@ def _store_scores(run: Run, dialogues, turns: int) -> None:
             [SimulatedUser(d.user_id, tuple(d.target_item_ids),
                            tuple(tuple(t["ranked_item_ids"]) for t in d.turns
                                  if t["role"] == "system"))], turns=turns, n_resamples=1)
-        for name in (f"{m}@{k}" for m in ("pc", "pcir_avg", "recall") for k in KS):
-            rows.append(UnitScore(run=run, metric=name, unit_type="dialogue", unit_id=paired,
-                                  dialogue_id=paired, value=report.summaries[name].value))
+        for spec in preference_specs():
+            rows.append(UnitScore(run=run, metric=spec.name, unit_type="dialogue",
+                                  unit_id=paired, dialogue_id=paired,
+                                  value=report.summaries[spec.name].value))
     UnitScore.objects.bulk_create(rows)
 
 

@@ -27,11 +27,16 @@ from evaluation.lib.metrics import accuracy, entailment, grounding, practical, r
 from evaluation.lib.metrics.quotes import scan
 from evaluation.lib.metrics.types import (
     ACCURACY,
+    DIALOGUES,
     GROUNDING,
     PRACTICAL_VALUE,
     RECOVERY,
     REJECT_ACTION,
+    SIMULATION,
+    SUMMARY,
     TEXT,
+    TIERS,
+    TURNS,
     ItemInfo,
     MetricSpec,
     ReferenceDialogue,
@@ -46,12 +51,6 @@ SUITE_NAME = "trace"
 # 2.0.0: CD verbatim, PC from the mention's offset, rejection recovery pooled over episodes,
 # non-answers missing (Trace Appendix J as written); the earlier readings are named variants.
 SUITE_VERSION = "2.0.0"
-# The suite's headline metrics: what leaderboards show by default and reports show first; every
-# other metric of the suite is a sensitivity variant (a threshold, formula or reading the
-# paper's appendices vary), shown on request.
-HEADLINE_METRICS = ("recall@1", "recall@5", "mrr", "mr_recall@1", "gs", "cd", "pc", "cgs",
-                    "entailment", "tsr", "t2r", "rejection_recovery", "spatial_coherence",
-                    "route_km", "price_alignment", "itinerary_diversity", "bleu4", "rouge_l")
 NON_ANSWER = "non_answer"
 CLOSED = "closed"
 OPEN = "open"
@@ -173,6 +172,10 @@ class SuiteResult:
 
 
 # --- metric catalogue -------------------------------------------------------------------------
+# The suite's headline metrics carry their place (`headline=`): what leaderboards show by
+# default and reports show first; every other metric of the suite is a sensitivity variant (a
+# threshold, formula or reading the paper's appendices vary), shown on request. `shown=`: the
+# other pages that list the metric (types.SURFACES).
 
 
 def _spec(
@@ -183,13 +186,17 @@ def _spec(
     *,
     lower: bool = False,
     high: float | None = 1.0,
+    headline: int = 0,
+    shown: tuple[str, ...] = (),
 ) -> MetricSpec:
-    return MetricSpec(name, axis, unit, "lower" if lower else "higher", (0.0, high), description)
+    return MetricSpec(name, axis, unit, "lower" if lower else "higher", (0.0, high), description,
+                      headline, frozenset(shown))
 
 
 def _grounding_specs(config: SuiteConfig) -> list[MetricSpec]:
     specs = []
     for suffix, threshold in config.thresholds().items():
+        main = not suffix  # the main threshold's GS, CD and CGS are headline metrics
         label = (
             "exact substring" if threshold == grounding.EXACT else f"partial_ratio ≥ {threshold:g}"
         )
@@ -199,6 +206,8 @@ def _grounding_specs(config: SuiteConfig) -> list[MetricSpec]:
                 GROUNDING,
                 "turn",
                 f"Share of quotes matching a cited review ({label}); 1 without quotes.",
+                headline=5 if main else 0,
+                shown=(TIERS, DIALOGUES, SUMMARY, TURNS, SIMULATION) if main else (),
             ),
             _spec(
                 f"cd{suffix}" if suffix else "cd",
@@ -207,6 +216,8 @@ def _grounding_specs(config: SuiteConfig) -> list[MetricSpec]:
                 "Tokens in verbatim quotes of the cited reviews / response tokens (Trace Table 7)."
                 if not suffix
                 else f"Sensitivity variant: tokens in quotes matching by {label} / all tokens.",
+                headline=6 if main else 0,
+                shown=(TURNS, SIMULATION) if main else (),
             ),
             _spec(
                 f"cgs{suffix}",
@@ -214,6 +225,8 @@ def _grounding_specs(config: SuiteConfig) -> list[MetricSpec]:
                 "turn",
                 f"GS × [CD ≥ {config.cd_gate:g}] × ({config.pc_floor:g} + "
                 f"{1 - config.pc_floor:g} × PC), GS matching by {label}, CD verbatim.",
+                headline=8 if main else 0,
+                shown=(TIERS, DIALOGUES, SUMMARY, TURNS) if main else (),
             ),
         ]
     specs.append(
@@ -232,6 +245,8 @@ def _grounding_specs(config: SuiteConfig) -> list[MetricSpec]:
             "turn",
             f"Aspect terms with a citation label within ±{config.pc_window_chars} characters "
             "of the mention's offset / aspect terms mentioned; 1 without aspect mentions.",
+            headline=7,
+            shown=(TURNS, SIMULATION),
         )
     )
     specs.append(
@@ -270,16 +285,21 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
     specs: list[MetricSpec] = []
     for k in config.k_values:
         specs += [
-            _spec(f"recall@{k}", ACCURACY, "turn", f"Share of gold items in the top {k}."),
+            _spec(f"recall@{k}", ACCURACY, "turn", f"Share of gold items in the top {k}.",
+                  headline={1: 1, 5: 2}.get(k, 0),
+                  shown={1: (TIERS, DIALOGUES, SUMMARY, TURNS, SIMULATION),
+                         5: (SIMULATION,)}.get(k, ())),
             _spec(f"hit@{k}", ACCURACY, "turn", f"1 if a gold item is in the top {k}."),
             _spec(
                 f"mr_recall@{k}",
                 ACCURACY,
                 "turn",
                 f"1 if the top {k} holds the gold or an acceptable alternative.",
+                headline=4 if k == 1 else 0,
             ),
         ]
-    specs.append(_spec("mrr", ACCURACY, "turn", "1 / rank of the first gold item, 0 if absent."))
+    specs.append(_spec("mrr", ACCURACY, "turn", "1 / rank of the first gold item, 0 if absent.",
+                       headline=3, shown=(TIERS, SUMMARY, TURNS, SIMULATION)))
     specs.append(
         _spec(
             NON_ANSWER,
@@ -288,6 +308,7 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
             "1 if the system gave no answer to the turn (failed call, missing line), else 0; "
             "such turns are missing in every other turn metric.",
             lower=True,
+            shown=(SIMULATION,),
         )
     )
     specs.append(
@@ -307,6 +328,7 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
                 GROUNDING,
                 "turn",
                 f"Share of claim sentences entailed by cited reviews (NLI ≥ {threshold:g}).",
+                headline=9 if name == "entailment" else 0,
             )
         )
     specs.append(
@@ -319,15 +341,20 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
                 TEXT,
                 "turn",
                 "Sentence BLEU-4 (sacrebleu, exp smoothing) vs the reference turn, 0–1.",
+                headline=17,
+                shown=(SUMMARY, TURNS),
             )
         )
-        specs.append(_spec("rouge_l", TEXT, "turn", "ROUGE-L F1 vs the reference turn."))
+        specs.append(_spec("rouge_l", TEXT, "turn", "ROUGE-L F1 vs the reference turn.",
+                           headline=18))
     specs += [
         _spec(
             "tsr",
             RECOVERY,
             "dialogue",
             f"1 if any recommend/compare turn hits gold in its top {config.hit_k}.",
+            headline=10,
+            shown=(TIERS, SUMMARY, SIMULATION),
         ),
         _spec(
             "t2r",
@@ -336,6 +363,8 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
             f"Recommend/compare turns up to the first hit ({no_hit_rule} without a hit).",
             lower=True,
             high=None,
+            headline=11,
+            shown=(SIMULATION,),
         ),
         _spec(
             "t2r_no_hit",
@@ -350,6 +379,8 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
             "turn",
             "Reject_and_refine episodes whose next recommend/compare turn hits gold / all "
             "episodes, pooled over dialogues (Trace Appendix J); one unit per episode.",
+            headline=12,
+            shown=(SIMULATION,),
         ),
         _spec(
             "rejection_recovery_dialogue_mean",
@@ -360,12 +391,15 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
         ),
     ]
     for km in _spatial_radii(config):
+        main = km == config.spatial_km
         specs.append(
             _spec(
                 _spatial_name(config, km),
                 PRACTICAL_VALUE,
                 "dialogue",
                 f"Share of recommended item pairs within {km:g} km.",
+                headline=13 if main else 0,
+                shown=(SIMULATION,) if main else (),
             )
         )
     specs += [
@@ -376,18 +410,23 @@ def metric_specs(config: SuiteConfig | None = None) -> tuple[MetricSpec, ...]:
             "Nearest-neighbour path length through the recommended items, km.",
             lower=True,
             high=None,
+            headline=14,
         ),
         _spec(
             "price_alignment",
             PRACTICAL_VALUE,
             "dialogue",
             "Share of recommended items within the user's stated budget.",
+            headline=15,
+            shown=(SIMULATION,),
         ),
         _spec(
             "itinerary_diversity",
             PRACTICAL_VALUE,
             "dialogue",
             "Distinct recommended item types / 3.",
+            headline=16,
+            shown=(SIMULATION,),
         ),
     ]
     return tuple(specs)
