@@ -52,6 +52,7 @@ SUITE_NAME = "trace"
 # non-answers missing (Trace Appendix J as written); the earlier readings are named variants.
 SUITE_VERSION = "2.0.0"
 NON_ANSWER = "non_answer"
+NLI_PREFIXES = ("entailment", "cgsent")  # the metrics that need an NLI model start so
 CLOSED = "closed"
 OPEN = "open"
 
@@ -761,7 +762,7 @@ def evaluate_submission(
         except Exception as error:  # noqa: BLE001 - a broken model must not sink the run
             reason = f"NLI scoring failed: {type(error).__name__}: {error}"
             run.rows = [
-                row for row in run.rows if not row.metric.startswith(("entailment", "cgsent"))
+                row for row in run.rows if not row.metric.startswith(NLI_PREFIXES)
             ]
     if reason is not None:
         for name, _ in _entailment_names(config):
