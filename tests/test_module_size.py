@@ -4,7 +4,7 @@
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("config", "evaluation", "annotation", "leaderboard")
+APPS = ("config", "core", "evaluation", "annotation", "leaderboard")
 MAX_LINES = 800
 
 

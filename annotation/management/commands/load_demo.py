@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.imports import public_dataset_import
 from annotation.services.demo import demo_study_create
-from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
+from core.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from evaluation.cli import ProgressBars
 from evaluation.lib.columns import shown_on
 from evaluation.lib.live.inprocess import adapters
