@@ -169,3 +169,10 @@ def test_the_check_finds_a_list_of_metrics():
     assert _lists('ROW = ("non_answer", 1, "t2r_no_hit")', names) == [
         (1, ["non_answer", "t2r_no_hit"])]
     assert _lists('ONE = ("gs", "overall")', names) == []
+
+
+def test_the_metrics_docs_give_the_headline_in_the_specs_order():
+    text = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
+    bullet = text.split("**Headline metrics and sensitivity variants.**")[1].split("Every other")[0]
+    listed = bullet.split("`")[1::2]
+    assert tuple(listed) == columns.headline(suite.SUITE_NAME)
