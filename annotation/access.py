@@ -9,7 +9,7 @@
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from config.roles import STUDY_AUTHOR, has_role
+from core.roles import STUDY_AUTHOR, has_role
 
 from . import rows
 from .models import Assignment, Study, StudyMember

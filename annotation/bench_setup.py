@@ -22,7 +22,7 @@ from django.utils import timezone
 from annotation.lib import handout, taskforms
 from annotation.services.members import study_member_add
 from annotation.services.studies import StudySpec, study_create
-from config.roles import ANNOTATOR, STUDY_AUTHOR
+from core.roles import ANNOTATOR, STUDY_AUTHOR
 
 from .models import Assignment
 

@@ -6,7 +6,7 @@ labels and stores the annotation. The first time a web process shows an item it 
 item's letters and cited reviews. Through the ORM each of these statements costs about a
 millisecond of query compilation, more than the database spends on it, so they are written
 here, built once per process from the models' metadata: tables, joins, WHERE and SET columns
-all come from `config.rows` (`table`, `column`, `where`, `Columns`), none is spelled out.
+all come from `core.rows` (`table`, `column`, `where`, `Columns`), none is spelled out.
 Rows come back as model instances or named rows (`Label`); tests check that they hold what
 the ORM would (docs/hot-path.md).
 """
@@ -18,9 +18,9 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
-from config import rows
-from config.rows import column as col
-from config.rows import table
+from core import rows
+from core.rows import column as col
+from core.rows import table
 from evaluation.models import Item, Review
 
 from .models import Annotation, Assignment, BlindingEntry, Draft, Study, StudyItem, StudyMember

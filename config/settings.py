@@ -188,8 +188,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "config.roles.roles_context",
-                "config.navigation.nav_context",
+                "core.roles.roles_context",
+                "core.navigation.nav_context",
             ],
         },
     },
@@ -236,9 +236,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 if TESTING:
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-# Django's database sessions and model backend, each read one statement (config/auth.py)
-SESSION_ENGINE = "config.auth"
-AUTHENTICATION_BACKENDS = ["config.auth.ModelBackend"]
+# Django's database sessions and model backend, each read one statement (core/auth.py)
+SESSION_ENGINE = "core.auth"
+AUTHENTICATION_BACKENDS = ["core.auth.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
@@ -316,7 +316,7 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# --- login throttling (config/throttle.py) --------------------------------------------------
+# --- login throttling (core/throttle.py) --------------------------------------------------
 LOGIN_FAILURE_LIMIT = env_int("CONCORD_LOGIN_FAILURE_LIMIT", 5)
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("CONCORD_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
 # The counts must be shared by every web process: Redis in service mode (CONCORD_CACHE_URL, by
@@ -331,7 +331,7 @@ CACHES["throttle"] = (
      "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}} if _CACHE_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"})
 
-# --- client addresses and Redis outages (config/throttle.py; docs/operations.md, "Client
+# --- client addresses and Redis outages (core/throttle.py; docs/operations.md, "Client
 # addresses, proxies and Redis outages") ----------------------------------------------------
 # How many reverse proxies in front of the web processes append the address they received from
 # to X-Forwarded-For: the client is that header's Nth entry from the right. 0 (direct): the

@@ -4,7 +4,7 @@ from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from config.throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
+from core.throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 

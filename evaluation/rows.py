@@ -6,7 +6,7 @@ benchmark and both systems, and its turns; a message also locks the battle's row
 three rows and the battle's time, and each system's answer settles its row. Through the
 ORM, compiling these costs more Python than PostgreSQL spends answering them (the battle's read
 with its four joins most of all), so they are built here once per process from the models'
-metadata with `config.rows` (tables, joins and columns all come from the models, none is
+metadata with `core.rows` (tables, joins and columns all come from the models, none is
 spelled out), as `annotation/rows.py` does for the annotation pages. Rows come back as the
 model instances the ORM would give, related objects attached; tests check that they match.
 """
@@ -17,9 +17,9 @@ import functools
 
 from django.db import connection
 
-from config import rows
-from config.rows import column as col
-from config.rows import table
+from core import rows
+from core.rows import column as col
+from core.rows import table
 
 from .models import Arena, Battle, BattleTurn, Benchmark, System
 

@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from config.roles import RESEARCHER, STUDY_AUTHOR, has_role
+from core.roles import RESEARCHER, STUDY_AUTHOR, has_role
 from evaluation.access import arenas_for_user, benchmarks_for_user, get_benchmark_for_user
 from evaluation.models import Arena, AutoEvaluation, Benchmark, Submission, System
 

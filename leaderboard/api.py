@@ -26,8 +26,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.roles import RESEARCHER, has_role
-from config.throttle import (
+from core.roles import RESEARCHER, has_role
+from core.throttle import (
     login_failed,
     login_succeeded,
     login_wait_message,

@@ -13,7 +13,7 @@ from django.db import DatabaseError, transaction
 
 from annotation.models import Study
 from annotation.services.validation import metric_validations_refresh
-from config.roles import RESEARCHER
+from core.roles import RESEARCHER
 from evaluation.models import Run
 from evaluation.services.jobs import task_enqueue
 from evaluation.services.results import summaries_recompute

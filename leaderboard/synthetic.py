@@ -20,7 +20,13 @@ from django.utils import timezone
 from evaluation.lib.demo import generate_demo_bundle
 from evaluation.lib.formats.bundle import Bundle
 from evaluation.lib.formats.submission import write_turn_submission
-from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, MetricValue, metric_specs
+from evaluation.lib.metrics.suite import (
+    NLI_PREFIXES,
+    SUITE_NAME,
+    SUITE_VERSION,
+    MetricValue,
+    metric_specs,
+)
 from evaluation.lib.metrics.types import turn_unit_id
 from evaluation.lib.rankers import generate_submission
 from evaluation.lib.runconfig import config_hash, run_config
@@ -126,7 +132,7 @@ class ScaleBoard:
 
 def _suite_metrics() -> list:
     """The Trace suite's metrics of a run without NLI (those of entailment are unavailable)."""
-    return [s for s in metric_specs() if not s.name.startswith(("entailment", "cgsent"))]
+    return [s for s in metric_specs() if not s.name.startswith(NLI_PREFIXES)]
 
 
 def _draws(rng, centre: float, spec, size: int) -> np.ndarray:

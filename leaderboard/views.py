@@ -27,10 +27,12 @@ from evaluation.access import (
     get_benchmark_for_user,
     get_staged_upload_for_user,
 )
+from evaluation.lib.columns import shown_on
 from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.lib.metrics.types import SUMMARY
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import LLMSpend, Split
 from evaluation.selectors.arena import arena_of_benchmark
@@ -90,7 +92,7 @@ from .selectors.runs import (
     visible_runs_by_coverage,
 )
 from .selectors.systems import (
-    DIALOGUE_METRICS,
+    dialogue_metrics,
     system_boards,
     system_radar,
     system_results,
@@ -98,8 +100,6 @@ from .selectors.systems import (
     system_submissions,
 )
 from .services import researcher_register
-
-RESULT_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr", "bleu4")
 
 
 def _protocol_or_404(benchmark, protocol: str | None, protocols=None) -> str:
@@ -378,7 +378,7 @@ def system_detail(request, slug):
             context["tiers"], dialogues = system_run_dialogues(run_id=trace.run_id,
                                                                benchmark=benchmark)
             context["dialogues"] = Paginator(dialogues, 20).get_page(request.GET.get("page"))
-            context["dialogue_metrics"] = DIALOGUE_METRICS
+            context["dialogue_metrics"] = dialogue_metrics()
             context["others"] = [r for r in coverage_choice(
                 benchmark=benchmark, protocol=protocol, user=request.user,
                 splits=context["coverage_param"])[2].for_user(request.user)
@@ -490,8 +490,8 @@ def _status_context(request, submission, fresh: bool = False) -> dict:
     context = {"submission": submission, "run": run, "job": run.job if run else None,
                "can_write": can_write_system(request.user, submission.system), "fresh": fresh}
     if run and run.job.status == run.job.Status.SUCCEEDED:
-        results = run_results(run=run)
-        context["results"] = [(axis, [(n, r) for n, r in rows if n in RESULT_METRICS])
+        results, summary = run_results(run=run), shown_on(run.evaluator, SUMMARY)
+        context["results"] = [(axis, [(n, r) for n, r in rows if n in summary])
                               for axis, rows in metrics_by_axis(results["metrics"])]
         context["results"] = [(axis, rows) for axis, rows in context["results"] if rows]
     return context

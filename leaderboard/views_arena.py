@@ -2,8 +2,8 @@
 
 Nothing a page, fragment, header or URL of a battle carries says which system is which before
 the vote: battles are addressed by a random UUID, replies by message number and side, errors by
-their kind only. Rate limits (config.throttle) count per browser session, per account when logged
-in, and per client address (config.throttle.client_address).
+their kind only. Rate limits (core.throttle) count per browser session, per account when logged
+in, and per client address (core.throttle.client_address).
 """
 
 from django.conf import settings
@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from config.throttle import address_hash, rate_limit_take
+from core.throttle import address_hash, rate_limit_take
 from evaluation.access import get_battle_for_request, get_benchmark_for_user
 from evaluation.models import BattleTurn
 from evaluation.selectors.arena import (

@@ -3,7 +3,7 @@
 
 import pytest
 
-from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
+from core.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from tests.support.bundles import write_tiny
 
 PASSWORD = "pw-for-tests-123"
@@ -81,7 +81,7 @@ def _flush_only_filled_tables(request):
 
 @pytest.fixture(autouse=True)
 def _fresh_login_throttle():
-    """Failed-login counts (config/throttle.py) are per test, and so is the memory they fall
+    """Failed-login counts (core/throttle.py) are per test, and so is the memory they fall
     back to while Redis is down."""
     from django.core.cache import caches
 

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("config", "evaluation", "annotation", "leaderboard")
+APPS = ("config", "core", "evaluation", "annotation", "leaderboard")
 NAMED_FOLDERS = ("migrations", "commands")
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from config.throttle import address_hash, client_address
+from core.throttle import address_hash, client_address
 from evaluation.models import Battle, System
 from evaluation.services.arena import arena_open
 from tests.conftest import PASSWORD

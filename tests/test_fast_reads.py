@@ -1,4 +1,4 @@
-"""The hand-written statements of config.rows and config.auth must do what the ORM and Django's
+"""The hand-written statements of core.rows and core.auth must do what the ORM and Django's
 own session store and backend do, and `rows.batched` must change nothing but the waiting
 (docs/performance-history.md, "Annotation")."""
 
@@ -15,9 +15,9 @@ from django.test import Client
 from django.test.utils import override_script_prefix
 from django.utils import timezone
 
-from config import rows
-from config.auth import ModelBackend, SessionStore
-from config.navigation import nav_context
+from core import rows
+from core.auth import ModelBackend, SessionStore
+from core.navigation import nav_context
 
 pytestmark = pytest.mark.django_db
 
@@ -136,8 +136,8 @@ def test_the_backend_logs_in_active_users_only(annotator):
     assert backend.get_user(annotator.pk) is None
     logged_out = client.get("/studies/")  # an inactive user's session no longer logs them in
     assert logged_out.status_code == 302 and "/accounts/login/" in logged_out["Location"]
-    assert settings.SESSION_ENGINE == "config.auth"
-    assert settings.AUTHENTICATION_BACKENDS == ["config.auth.ModelBackend"]
+    assert settings.SESSION_ENGINE == "core.auth"
+    assert settings.AUTHENTICATION_BACKENDS == ["core.auth.ModelBackend"]
 
 
 def test_navigation_links_follow_the_url_prefix(client, rf):

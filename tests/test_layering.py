@@ -23,7 +23,8 @@ def _contracts() -> str:
 
 def _tree(folder: Path, evaluation_models: str) -> None:
     files = {
-        "config/__init__.py": "", "evaluation/__init__.py": "", "evaluation/lib/__init__.py": "",
+        "config/__init__.py": "", "core/__init__.py": "", "evaluation/__init__.py": "",
+        "evaluation/lib/__init__.py": "",
         "evaluation/models.py": evaluation_models, "annotation/__init__.py": "",
         "annotation/lib/__init__.py": "", "annotation/views.py": "import evaluation.models\n",
         "leaderboard/__init__.py": "", "leaderboard/lib/__init__.py": "",
@@ -31,7 +32,7 @@ def _tree(folder: Path, evaluation_models: str) -> None:
         "pyproject.toml": _contracts(),
     }
     # every module a contract names must exist: an empty one stands in for it
-    for module in re.findall(r'"((?:config|evaluation|annotation|leaderboard)(?:\.\w+)+)"',
+    for module in re.findall(r'"((?:config|core|evaluation|annotation|leaderboard)(?:\.\w+)+)"',
                              _contracts()):
         name = module.replace(".", "/")
         if not any(key.startswith(name + "/") or key == name + ".py" for key in files):

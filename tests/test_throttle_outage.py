@@ -31,7 +31,7 @@ def _throttle_cache_at(settings, url: str) -> None:
 @pytest.fixture
 def redis_down(settings, caplog):
     _throttle_cache_at(settings, f"redis://127.0.0.1:{closed_port()}/0")
-    caplog.set_level(logging.WARNING, logger="config.throttle")
+    caplog.set_level(logging.WARNING, logger="core.throttle")
     return caplog
 
 
@@ -85,7 +85,7 @@ def test_redis_is_tried_again_after_the_retry_period(settings, researcher, monke
     broker = settings.CELERY_BROKER_URL
     if not broker.startswith("redis://"):
         pytest.skip("needs the tests' Redis server")
-    monkeypatch.setattr("config.throttle.RETRY_SECONDS", 1)
+    monkeypatch.setattr("core.throttle.RETRY_SECONDS", 1)
     client, url = Client(), reverse("login")
     wrong = {"username": "researcher", "password": "no"}
     _throttle_cache_at(settings, f"redis://127.0.0.1:{closed_port()}/0")

@@ -6,7 +6,10 @@ the kind of study item it is asked on (`mode`), how it renders (`template`, fed 
 rows (`flatten`, `export_detail`), its label-table rows and fields for agreement (`fields`,
 `label_rows`), what the report shows for it (`report_fields`, `report_parts`), its paragraph
 of the default instructions and its keyboard shortcuts. Every place that lists or branches on
-forms iterates `registered()`; nothing else names a form.
+forms iterates `registered()`; nothing else names a form. The functions at the end walk every
+registered form for an item's answers: `parse_post`, `missing_answers`, `flatten`,
+`categorical_tie`, `export_detail`, `field_label`, `instructions`, `report_fields`,
+`report_parts` (callers reach them through `taskforms`, which also registers the built-ins).
 
 The built-in forms are in `annotation.lib.taskforms` (which registers them on import); a new
 form is either a `TaskForm` subclass with its own template, or a `FieldsForm` built from typed
@@ -20,7 +23,8 @@ a plain dict) and leave as a JSON-ready dict.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 # The kinds of study item a form can be asked on (annotation.models.StudyItem.Mode), in the
@@ -515,3 +519,108 @@ def in_panel_order(forms: Iterable[str]) -> list[TaskForm]:
 def in_given_order(forms: Iterable[str]) -> list[TaskForm]:
     """The registered forms among FORMS, in FORMS' order (a study's own order)."""
     return [_REGISTRY[key] for key in forms if key in _REGISTRY]
+
+
+# --- every registered form: parsing, completeness, flattening, ties, instructions, report ----
+
+def parse_post(data: Mapping, layout: Layout, *, partial: bool) -> Parsed:
+    """Read the item form into a values dict; with partial=False everything must be answered.
+
+    Invalid entries are dropped (and reported); a draft (partial=True) keeps whatever is valid.
+    """
+    parsed = Parsed(values={})
+    for form in in_given_order(layout.forms):
+        form.parse(data, layout, parsed)
+    comment = (one(data, "comment") or "")[:MAX_TEXT]
+    if comment:
+        parsed.values["comment"] = comment
+    if one(data, "flag"):
+        parsed.values["flag"] = True
+        reason = (one(data, "flag_reason") or "")[:MAX_TEXT]
+        if reason:
+            parsed.values["flag_reason"] = reason
+    if not partial:
+        parsed.errors.extend(missing_answers(parsed.values, layout))
+    return parsed
+
+
+def missing_answers(values: dict, layout: Layout) -> list[str]:
+    """What a complete submission still lacks (a flagged item may be submitted as it is)."""
+    if values.get("flag"):
+        return []
+    return [message for form in enabled(layout.forms) for message in form.missing(values, layout)]
+
+
+def flatten(values: dict, layout: Layout | None = None) -> list[tuple[str, object]]:
+    """(field, value) pairs in a stable order: the rows of the long-format export."""
+    rows: list[tuple[str, object]] = []
+    for form in registered():
+        rows += form.flatten(values)
+    if values.get("comment"):
+        rows.append(("comment", values["comment"]))
+    if values.get("flag"):
+        rows.append(("flag", 1))
+        if values.get("flag_reason"):
+            rows.append(("flag_reason", values["flag_reason"]))
+    return rows
+
+
+def categorical_tie(annotations: Sequence[dict]) -> bool:
+    """True when some categorical field has no strict majority among the given annotations."""
+    prefixes = tuple(prefix for form in registered() for prefix in form.categorical)
+    by_field: dict[str, list] = {}
+    for values in annotations:
+        for name, value in flatten(values):
+            if prefixes and name.startswith(prefixes):
+                by_field.setdefault(name, []).append(value)
+    for labels in by_field.values():
+        if len(labels) < 2:
+            continue
+        top = Counter(labels).most_common(1)[0][1]
+        if 2 * top <= len(labels):
+            return True
+    return False
+
+
+def export_detail(name: str, values: dict, quotes) -> str:
+    """The long-format export's `detail` cell of flattened field NAME ("" when none)."""
+    for form in registered():
+        detail = form.export_detail(name, values, quotes)
+        if detail is not None:
+            return detail
+    return ""
+
+
+def field_label(name: str) -> str:
+    """A flattened field NAME in the form's words (practice feedback)."""
+    for form in registered():
+        label = form.field_label(name)
+        if label is not None:
+            return label
+    kind, _, rest = name.partition(".")
+    return f"{kind.capitalize()}: {rest.replace('_', ' ').replace('.', ' ')}" if rest else kind
+
+
+# The default instructions' heading of the items that carry several forms.
+MODE_HEADINGS = {"response": "## Judging a response\n",
+                 "conversation": "## Judging a conversation\n"}
+
+
+def instructions(forms) -> list[str]:
+    """The enabled forms' paragraphs of the default instructions, by kind of item."""
+    parts: list[str] = []
+    for mode in MODES:
+        shown = [form for form in in_panel_order(forms) if form.mode == mode]
+        if shown and mode in MODE_HEADINGS:
+            parts.append(MODE_HEADINGS[mode])
+        parts += [form.instructions for form in shown if form.instructions]
+    return parts
+
+
+def report_fields(forms) -> list[str]:
+    """How the report's agreement section names the enabled forms' fields."""
+    return [form.report_fields for form in enabled(forms) if form.report_fields]
+
+
+def report_parts(forms) -> list[ReportPart]:
+    return [part for form in enabled(forms) for part in form.report_parts()]

@@ -25,7 +25,7 @@ from annotation.lib.labels import (
     UnitKey,
     system_display,
 )
-from evaluation.lib.metrics.suite import HEADLINE_METRICS, SUITE_NAME
+from evaluation.lib import columns
 from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
@@ -378,10 +378,10 @@ TRAINED = ":train"  # the units an evaluator's instructions were optimized on (r
 
 
 def is_headline(evaluator: str, metric: str) -> bool:
-    """Whether a metric is one of its evaluator's headline metrics: every metric of an evaluator
-    without a declared headline, the suite's HEADLINE_METRICS otherwise (the rest of the suite
-    are sensitivity variants)."""
-    return evaluator.removesuffix(TRAINED) != SUITE_NAME or metric in HEADLINE_METRICS
+    """Whether a metric is one of its evaluator's headline metrics (`columns.is_headline`: every
+    metric of an evaluator without a declared headline; the rest of the suite are sensitivity
+    variants)."""
+    return columns.is_headline(evaluator.removesuffix(TRAINED), metric)
 
 
 def pick_aspect(aspects: Sequence[str], wanted: str = "") -> str:

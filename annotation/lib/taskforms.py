@@ -1,5 +1,6 @@
 """The built-in annotation task forms, registered in `form_registry` (annotation.md §The item
-page), and the functions that walk every registered form.
+page), and their own rules (the exclusive "No errors", gold answers, pairwise sides); the
+functions that walk every registered form are in `form_registry`, importable from here.
 
 Forms follow the human protocols of the seeds:
 - Trace (Appendix K.1, Task 1): citation check per extracted quote (Supported / Partial /
@@ -19,13 +20,12 @@ the unit of the long-format export, gold scoring and tie detection.
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from annotation.lib.form_registry import (
     MAX_TEXT,
-    MODES,
+    MODE_HEADINGS,
     REFERENCE,
     Choice,
     FieldSpec,
@@ -36,26 +36,36 @@ from annotation.lib.form_registry import (
     ReportPart,
     ScaleRow,
     TaskForm,
+    categorical_tie,
     enabled,
+    export_detail,
+    field_label,
+    flatten,
     form_labels,
     get,
-    in_given_order,
     in_panel_order,
+    instructions,
     int_in,
     keys,
     keys_for_mode,
     many,
+    missing_answers,
     one,
+    parse_post,
     register,
     registered,
+    report_fields,
+    report_parts,
     scale_row,
 )
 from evaluation.lib.llm.core_rubrics import FACTOR_GUIDELINES, FactorGuideline
 from evaluation.lib.metrics.quotes import extract_quotes
 
 # What callers use of the registry, through this module (importing it registers the built-ins).
-__all__ = ["Choice", "Layout", "MAX_TEXT", "Parsed", "Point", "ScaleRow", "enabled",
-           "form_labels", "get", "in_panel_order", "keys", "keys_for_mode", "registered"]
+__all__ = ["Choice", "Layout", "MAX_TEXT", "MODE_HEADINGS", "Parsed", "Point", "ScaleRow",
+           "categorical_tie", "enabled", "export_detail", "field_label", "flatten", "form_labels",
+           "get", "in_panel_order", "instructions", "keys", "keys_for_mode", "missing_answers",
+           "parse_post", "registered", "report_fields", "report_parts"]
 
 CITATION = "citation"
 CHECKLIST = "checklist"
@@ -720,53 +730,11 @@ for _form in (CitationForm(), ChecklistForm(), LikertForm(), CoreForm(), FaceFor
 ALL_FORMS = (CITATION, CHECKLIST, LIKERT, CORE, FACE, RECOMMEND, PAIRWISE)  # the built-in ones
 
 
-# --- every registered form: parsing, completeness, flattening, gold scoring, ties -----------
-
-def parse_post(data: Mapping, layout: Layout, *, partial: bool) -> Parsed:
-    """Read the item form into a values dict; with partial=False everything must be answered.
-
-    Invalid entries are dropped (and reported); a draft (partial=True) keeps whatever is valid.
-    """
-    parsed = Parsed(values={})
-    for form in in_given_order(layout.forms):
-        form.parse(data, layout, parsed)
-    comment = (one(data, "comment") or "")[:MAX_TEXT]
-    if comment:
-        parsed.values["comment"] = comment
-    if one(data, "flag"):
-        parsed.values["flag"] = True
-        reason = (one(data, "flag_reason") or "")[:MAX_TEXT]
-        if reason:
-            parsed.values["flag_reason"] = reason
-    if not partial:
-        parsed.errors.extend(missing_answers(parsed.values, layout))
-    return parsed
-
-
-def missing_answers(values: dict, layout: Layout) -> list[str]:
-    """What a complete submission still lacks (a flagged item may be submitted as it is)."""
-    if values.get("flag"):
-        return []
-    return [message for form in enabled(layout.forms) for message in form.missing(values, layout)]
-
+# --- the built-in forms' own rules: the exclusive "No errors", gold answers, pairwise sides ----
 
 def checklist_is_consistent(chosen: Sequence[str]) -> bool:
     """"No errors" is exclusive: alone, or absent."""
     return NO_ERRORS not in chosen or len(set(chosen)) == 1
-
-
-def flatten(values: dict, layout: Layout | None = None) -> list[tuple[str, object]]:
-    """(field, value) pairs in a stable order: the rows of the long-format export."""
-    rows: list[tuple[str, object]] = []
-    for form in registered():
-        rows += form.flatten(values)
-    if values.get("comment"):
-        rows.append(("comment", values["comment"]))
-    if values.get("flag"):
-        rows.append(("flag", 1))
-        if values.get("flag_reason"):
-            rows.append(("flag_reason", values["flag_reason"]))
-    return rows
 
 
 def gold_score(expected: dict, values: dict) -> tuple[int, int]:
@@ -784,67 +752,6 @@ def gold_score(expected: dict, values: dict) -> tuple[int, int]:
         else:
             matched += given.get(name) == want
     return matched, len(expected)
-
-
-def categorical_tie(annotations: Sequence[dict]) -> bool:
-    """True when some categorical field has no strict majority among the given annotations."""
-    prefixes = tuple(prefix for form in registered() for prefix in form.categorical)
-    by_field: dict[str, list] = {}
-    for values in annotations:
-        for name, value in flatten(values):
-            if prefixes and name.startswith(prefixes):
-                by_field.setdefault(name, []).append(value)
-    for labels in by_field.values():
-        if len(labels) < 2:
-            continue
-        top = Counter(labels).most_common(1)[0][1]
-        if 2 * top <= len(labels):
-            return True
-    return False
-
-
-def export_detail(name: str, values: dict, quotes) -> str:
-    """The long-format export's `detail` cell of flattened field NAME ("" when none)."""
-    for form in registered():
-        detail = form.export_detail(name, values, quotes)
-        if detail is not None:
-            return detail
-    return ""
-
-
-def field_label(name: str) -> str:
-    """A flattened field NAME in the form's words (practice feedback)."""
-    for form in registered():
-        label = form.field_label(name)
-        if label is not None:
-            return label
-    kind, _, rest = name.partition(".")
-    return f"{kind.capitalize()}: {rest.replace('_', ' ').replace('.', ' ')}" if rest else kind
-
-
-# The default instructions' heading of the items that carry several forms.
-MODE_HEADINGS = {"response": "## Judging a response\n",
-                 "conversation": "## Judging a conversation\n"}
-
-
-def instructions(forms) -> list[str]:
-    """The enabled forms' paragraphs of the default instructions, by kind of item."""
-    parts: list[str] = []
-    for mode in MODES:
-        shown = [form for form in in_panel_order(forms) if form.mode == mode]
-        if shown and mode in MODE_HEADINGS:
-            parts.append(MODE_HEADINGS[mode])
-        parts += [form.instructions for form in shown if form.instructions]
-    return parts
-
-
-def report_fields(forms) -> list[str]:
-    """How the report's agreement section names the enabled forms' fields."""
-    return [form.report_fields for form in enabled(forms) if form.report_fields]
-
-
-def report_parts(forms) -> list[ReportPart]:
-    return [part for form in enabled(forms) for part in form.report_parts()]
 
 
 def pairwise_to_display(choice: str | None, swapped: bool) -> str | None:

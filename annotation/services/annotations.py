@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation import rows
 from annotation.lib import taskforms
-from config.rows import batched, insert
+from core.rows import batched, insert
 
 from ..models import (
     Annotation,

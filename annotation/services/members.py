@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from config.roles import ANNOTATOR
+from core.roles import ANNOTATOR
 
 from ..models import (
     Study,

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from django.db.models import Count
 
+from evaluation.lib.columns import axis_place
 from evaluation.lib.formats.bundle import Bundle
 from evaluation.lib.formats.public_bundle import HIDDEN, bundle_zip, public_bundle
 from evaluation.lib.formats.submission import (
@@ -435,13 +436,10 @@ def runs_compare(*, run_a: Run, run_b: Run, metrics: list[str] | None = None,
 
 def metrics_by_axis(metrics: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
     """Metrics of `run_results` grouped by axis, axes in the leaderboard's order."""
-    order = ["Accuracy", "Grounding", "Recovery", "Practical value", "Text", "LLM judge",
-             "Human"]
     groups: dict[str, list] = defaultdict(list)
     for name, row in metrics.items():
         groups[row["axis"]].append((name, row))
-    return sorted(groups.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order
-                                                  else len(order), kv[0]))
+    return sorted(groups.items(), key=lambda kv: (axis_place(kv[0]), kv[0]))
 
 
 def pretty_json(value) -> str:

@@ -2,15 +2,15 @@
 PC_t curve per K (PEPPER Fig. 3 style) and the dialogues, hidden parts only where allowed."""
 
 from evaluation.lib import charts
+from evaluation.lib.columns import shown_on
 from evaluation.lib.metrics import ievalm as ievalm_metric
 from evaluation.lib.metrics.preference import KS, PCIR_EQ3, PCIR_VARIANTS
+from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.lib.metrics.types import SIMULATION
 from evaluation.lib.stats.methods import interval_is_current
 from evaluation.models import MetricSummary, Simulation
 
 CHART_KS = (1, 10, 50)
-# The Trace metrics the simulation's section shows (its Trace run's page has them all).
-TRACE_SHOWN = ("recall@1", "recall@5", "mrr", "tsr", "t2r", "rejection_recovery", "gs", "cd",
-               "pc", "spatial_coherence", "price_alignment", "itinerary_diversity", "non_answer")
 DIALOGUES_SHOWN = 50
 
 
@@ -38,10 +38,12 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
                           "targets": row.target_item_ids if show else None,
                           "source": row.source_dialogue_id if show_sources else None})
     trace_run = report.get("trace_run")
-    trace = list(MetricSummary.objects.filter(run_id=trace_run, metric__in=TRACE_SHOWN)
+    # the Trace metrics whose specs choose this section (its Trace run's page has them all)
+    trace_shown = shown_on(SUITE_NAME, SIMULATION)
+    trace = list(MetricSummary.objects.filter(run_id=trace_run, metric__in=trace_shown)
                  .values("metric", "axis", "value", "ci_low", "ci_high", "n",
                          "undefined_reason", "ci_method", "ci_version")) if trace_run else []
-    trace.sort(key=lambda row: TRACE_SHOWN.index(row["metric"]))
+    trace.sort(key=lambda row: trace_shown.index(row["metric"]))
     for row in trace:  # an interval stored by an older method is marked (recompute_intervals)
         row["ci_current"] = interval_is_current(row.pop("ci_method"), row.pop("ci_version"))
     summaries = report.get("summaries", {})

@@ -41,6 +41,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.lib.columns import evaluator_specs
 from evaluation.lib.formats.submission import item_infos, review_infos
 from evaluation.lib.llm.estimate import RunEstimate, estimate_simulation
 from evaluation.lib.llm.gateway import token_cost
@@ -51,6 +52,7 @@ from evaluation.lib.metrics.preference import (
     PCIR_VARIANTS,
     SimulatedUser,
     preference_report,
+    preference_specs,
 )
 from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, evaluate_submission
 from evaluation.lib.rankers import Catalogue
@@ -71,9 +73,6 @@ from evaluation.lib.simulators.simulators import (
     simulator_config_hash,
 )
 from evaluation.lib.simulators.trace import (
-    IEVALM_AXIS,
-    PEPPER_STYLE_AXIS,
-    PREFERENCES_AXIS,
     SIMULATED_SPLIT,
     SIMULATED_SUITE_OPTIONS,
     simulated_trace_inputs,
@@ -561,7 +560,7 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
         report = preference_report(
             [SimulatedUser(d.user_id, tuple(d.target_item_ids), system_rankings(d.turns))
              for d in ok], turns=simulation.turns, pcir=pcir)
-        is_ievalm = simulation.simulator == "ievalm"
+        is_ievalm = simulation.simulator == ievalm_metric.SIMULATOR
         ievalm = ievalm_metric.ievalm_summaries([_ievalm_dialogue(d) for d in ok]) \
             if is_ievalm else {}
         submission = _log_submission(simulation, ok)
@@ -570,16 +569,15 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
             evaluator_version=simulation.simulator_version, config=simulation.config,
             config_hash=simulation.config_hash, job_id=simulation.job_id)
         _store_scores(run, ok, simulation.turns, pcir=pcir, ievalm=is_ievalm)
-        coverage_axis = PEPPER_STYLE_AXIS if is_ievalm else PREFERENCES_AXIS
-        for axis, summaries in ((IEVALM_AXIS, ievalm), (coverage_axis, report.summaries)):
-            for name, estimate in summaries.items():
-                MetricSummary.objects.create(
-                    run=run, metric=name, axis=axis,
-                    direction=MetricSummary.Direction.HIGHER, value=estimate.value,
-                    ci_low=estimate.ci_low, ci_high=estimate.ci_high,
-                    n=estimate.n.get("clusters", 0),
-                    undefined_reason=estimate.undefined_reason or "",
-                    ci_method=estimate.method, ci_version=interval_version(estimate.method))
+        estimates = {**report.summaries, **ievalm}
+        for spec in evaluator_specs(run.evaluator):  # axis and direction from the specs
+            estimate = estimates[spec.name]
+            MetricSummary.objects.create(
+                run=run, metric=spec.name, axis=spec.axis,
+                direction=spec.direction, value=estimate.value,
+                ci_low=estimate.ci_low, ci_high=estimate.ci_high,
+                n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "",
+                ci_method=estimate.method, ci_version=interval_version(estimate.method))
         timing = [(d.total_seconds, d.system_seconds, d.llm_seconds,
                    len(system_rankings(d.turns))) for d in ok]
         trace = _trace_run(simulation, ok, submission)
@@ -689,9 +687,10 @@ def _store_scores(run: Run, dialogues, turns: int, *, pcir: str = PCIR_EQ3,
         report = preference_report(
             [SimulatedUser(d.user_id, tuple(d.target_item_ids), system_rankings(d.turns))],
             turns=turns, n_resamples=1, pcir=pcir)
-        for name in (f"{m}@{k}" for m in ("pc", "pcir_avg", "recall") for k in KS):
-            rows.append(UnitScore(run=run, metric=name, unit_type="dialogue", unit_id=paired,
-                                  dialogue_id=paired, value=report.summaries[name].value))
+        for spec in preference_specs():
+            rows.append(UnitScore(run=run, metric=spec.name, unit_type="dialogue",
+                                  unit_id=paired, dialogue_id=paired,
+                                  value=report.summaries[spec.name].value))
         if ievalm:
             for name, suffix, value in ievalm_metric.ievalm_unit_values(_ievalm_dialogue(d)):
                 rows.append(UnitScore(run=run, metric=name, unit_type="dialogue",

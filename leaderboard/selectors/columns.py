@@ -1,54 +1,25 @@
-"""The metric columns of leaderboards and system pages: which metrics are shown by default, in
-which order (by axis), their declared ranges, and how a number is printed."""
+"""The metric columns of leaderboards and system pages: the columns the stored summaries give,
+the ones shown by default, in which order (by axis), and how a number is printed. Which metrics
+are shown, their order and declared ranges come from the metric specs
+(evaluation/lib/columns.py)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.db.models import Q
 from django.utils.text import slugify
 
-from evaluation.lib.metrics import ievalm
+from evaluation.lib import columns as shown
 from evaluation.lib.metrics.recovery import no_hit_note
-from evaluation.lib.metrics.suite import HEADLINE_METRICS, NON_ANSWER, SUITE_NAME, metric_specs
-from evaluation.lib.simulators.simulators import SIMULATORS
-from evaluation.lib.simulators.trace import IEVALM_AXIS, PEPPER_STYLE_AXIS
+from evaluation.lib.metrics.suite import NON_ANSWER, SUITE_NAME
 from evaluation.lib.stats.methods import interval_is_current
 from evaluation.models import MetricSummary
 
 from .runs import BoardRun
 
-AXIS_ORDER = ("Accuracy", "Grounding", "Recovery", "Practical value", "Text", "LLM judge",
-              "Human", "preference elicitation", IEVALM_AXIS, PEPPER_STYLE_AXIS)
-# The columns shown by default; `columns=all` adds every sensitivity variant. Evaluators not
-# listed here show all their metrics.
-HEADLINE = {
-    SUITE_NAME: HEADLINE_METRICS,
-    # a simulated-… board (docs/simulation.md): PC_T@K, PCIR_avg@K and Recall@K; `all metrics`
-    # adds K = 1 and 20
-    **{f"simulation.{name}": tuple(f"{m}@{k}" for m in ("pc", "pcir_avg", "recall")
-                                   for k in (5, 10, 50))
-       for name in SIMULATORS},
-    # iEvaLM's own numbers (Rec_eval.py); its PEPPER-style curves are under `all metrics`
-    "simulation.ievalm": (*(f"{ievalm.RECALL}@{k}" for k in ievalm.IEVALM_KS),
-                          ievalm.PERSUASIVENESS),
-}
-
-
-@lru_cache(maxsize=1)
-def _trace_bounds() -> dict[str, tuple[float | None, float | None]]:
-    return {spec.name: spec.range for spec in metric_specs()}
-
-
-def metric_bounds(evaluator: str, metric: str) -> tuple[float | None, float | None]:
-    """A metric's declared range (low, high; None = open) when the evaluator declares one."""
-    if evaluator == SUITE_NAME:
-        return _trace_bounds().get(metric, (None, None))
-    if evaluator.startswith("simulation."):
-        return ievalm.simulation_metric_range(metric)  # shares of the targets; persuasiveness
-    return (None, None)
+metric_bounds = shown.bounds  # a metric's declared range (low, high; None = open)
 
 
 def fmt(value: float | None) -> str:
@@ -114,11 +85,12 @@ def board_summaries(runs: list[BoardRun], all_columns: bool
         return metric_summaries([r.run_id for r in runs]), None
     by_evaluator: dict[str, list[int]] = defaultdict(list)
     for run in runs:
-        by_evaluator[run.evaluator if run.evaluator in HEADLINE else ""].append(run.run_id)
+        by_evaluator[run.evaluator if shown.headline(run.evaluator) else ""].append(run.run_id)
     fetch, more = Q(run_id__in=by_evaluator.pop("", [])), Q(pk__in=[])
     for evaluator, run_ids in by_evaluator.items():
-        fetch |= Q(run_id__in=run_ids, metric__in=[*HEADLINE[evaluator], *ROW_METRICS])
-        more |= Q(run_id__in=run_ids) & ~Q(metric__in=HEADLINE[evaluator])
+        headline = shown.headline(evaluator)
+        fetch |= Q(run_id__in=run_ids, metric__in=[*headline, *ROW_METRICS])
+        more |= Q(run_id__in=run_ids) & ~Q(metric__in=headline)
     summaries = metric_summaries([], where=fetch)
     return summaries, bool(by_evaluator) and MetricSummary.objects.filter(more).exists()
 
@@ -132,18 +104,17 @@ def board_columns(runs: list[BoardRun], summaries, all_columns: bool) -> tuple[l
     columns = list(seen.values())
     # An evaluator none of whose headline metrics a run has (an iEvaLM 1.0 simulation run,
     # stored before iEvaLM's own metrics) shows all its metrics rather than none.
-    headlined = {c.evaluator for c in columns if c.metric in HEADLINE.get(c.evaluator, ())}
-    shown = [c for c in columns
-             if all_columns or c.evaluator not in headlined or c.metric in HEADLINE[c.evaluator]]
+    headlined = {c.evaluator for c in columns if c.metric in (shown.headline(c.evaluator) or ())}
+    chosen = [c for c in columns if all_columns or c.evaluator not in headlined
+              or shown.is_headline(c.evaluator, c.metric)]
     order = {key: i for i, key in enumerate(seen)}
 
     def position(column: Column):
-        headline = HEADLINE.get(column.evaluator, ())
-        within = headline.index(column.metric) if column.metric in headline else len(headline)
-        axis = AXIS_ORDER.index(column.axis) if column.axis in AXIS_ORDER else len(AXIS_ORDER)
-        return axis, column.axis, within, order[(column.evaluator, column.metric)]
+        return (shown.axis_place(column.axis), column.axis,
+                shown.headline_place(column.evaluator, column.metric),
+                order[(column.evaluator, column.metric)])
 
-    return sorted(shown, key=position), len(shown) < len(columns)
+    return sorted(chosen, key=position), len(chosen) < len(columns)
 
 
 RULE_METRICS = ("t2r",)  # the metrics metric_rule may give a rule to

@@ -9,11 +9,12 @@ import numpy as np
 from django.db.models import Count
 
 from evaluation.lib import charts
+from evaluation.lib import columns as shown
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.models import Job, Run
 from evaluation.selectors.benchmarks import runs_compare
 
-from .columns import AXIS_ORDER, HEADLINE, Column, fmt, metric_bounds
+from .columns import Column, fmt, metric_bounds
 from .ranks import cluster_tables_read
 from .trust import column_trust
 
@@ -36,7 +37,8 @@ def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False, user=N
     """Paired differences A − B per metric with CIs and significance (statistics.md), grouped
     by axis, each metric's trust (its best measured agreement with human labels, for USER),
     and a forest plot of the bounded (0–1) headline metrics."""
-    metrics = None if all_metrics else list(HEADLINE.get(run_a.evaluator, ())) or None
+    headline = shown.headline(run_a.evaluator)
+    metrics = None if all_metrics or headline is None else list(headline)
     # Both tests need only per-dialogue sums and counts: the runs' stored ones (RunClusterStats,
     # one row each; only the shown metrics' slices of it), else aggregated by the database
     # now; never every unit value.
@@ -49,12 +51,11 @@ def systems_compare(*, run_a: Run, run_b: Run, all_metrics: bool = False, user=N
     ) if user is not None else {}
     for row in rows:
         row["trust"] = trust.get(f"{run_a.evaluator}:{row['metric']}")
-    headline = HEADLINE.get(run_a.evaluator, ())
+    headline = headline or ()
 
     def position(row):
-        axis = AXIS_ORDER.index(row["axis"]) if row["axis"] in AXIS_ORDER else len(AXIS_ORDER)
-        within = headline.index(row["metric"]) if row["metric"] in headline else len(headline)
-        return axis, within
+        return (shown.axis_place(row["axis"]),
+                shown.headline_place(run_a.evaluator, row["metric"]))
 
     rows.sort(key=position)
     groups: dict[str, list[dict]] = defaultdict(list)

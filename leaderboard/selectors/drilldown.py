@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from evaluation.lib import columns as shown
 from evaluation.lib.formats.submission import iter_turn_records
 from evaluation.lib.highlight import span_segments
 from evaluation.lib.metrics import grounding
 from evaluation.lib.metrics.quotes import scan
 from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.lib.metrics.types import TURNS
 from evaluation.models import Dialogue, Item, Job, Review, Run, TurnItem, UnitScore
 from evaluation.selectors.run_chunks import chunk_dialogue_records
 
 from .columns import fmt
-
-DRILLDOWN_METRICS = ("recall@1", "mrr", "gs", "cd", "pc", "cgs", "bleu4")
 
 
 def latest_succeeded_run(submission) -> Run | None:
@@ -42,10 +42,10 @@ def dialogue_drilldown(*, submission, run: Run | None, dialogue: Dialogue) -> di
                                                           external_id__in=item_ids)}
     reviews = {r.external_id: r for r in Review.objects.filter(
         benchmark=dialogue.benchmark_id, external_id__in=review_ids).select_related("item")}
-    scores = defaultdict(dict)
+    scores, metrics = defaultdict(dict), shown.shown_on(SUITE_NAME, TURNS)  # from their specs
     if run is not None:
         for unit_id, metric, value in (UnitScore.objects.filter(
-                run=run, dialogue_id=dialogue.external_id, metric__in=DRILLDOWN_METRICS)
+                run=run, dialogue_id=dialogue.external_id, metric__in=metrics)
                 .values_list("unit_id", "metric", "value")):
             scores[unit_id][metric] = value
     threshold = float((run.config.get("suite", {}) if run else {}).get(
@@ -56,9 +56,10 @@ def dialogue_drilldown(*, submission, run: Run | None, dialogue: Dialogue) -> di
         view = {"turn": turn, "answer": None}
         if answer is not None:
             view["answer"] = _answer_view(answer, items, reviews, gold[turn.pk], threshold,
-                                          scores.get(f"{dialogue.external_id}#{turn.index}", {}))
+                                          scores.get(f"{dialogue.external_id}#{turn.index}", {}),
+                                          metrics)
         views.append(view)
-    return {"turns": views, "threshold": threshold, "metrics": DRILLDOWN_METRICS}
+    return {"turns": views, "threshold": threshold, "metrics": metrics}
 
 
 def _submitted_records(submission, dialogue) -> list[dict]:
@@ -67,7 +68,8 @@ def _submitted_records(submission, dialogue) -> list[dict]:
                 if record["dialogue_id"] == dialogue.external_id]
 
 
-def _answer_view(answer: dict, items, reviews, gold: set, threshold: float, scores) -> dict:
+def _answer_view(answer: dict, items, reviews, gold: set, threshold: float, scores,
+                 metrics: tuple[str, ...]) -> dict:
     response = answer["response"]
     citations = answer.get("citations", [])
     sources: dict[str, list[str]] = defaultdict(list)
@@ -90,5 +92,5 @@ def _answer_view(answer: dict, items, reviews, gold: set, threshold: float, scor
         "ranked": [{"id": i, "item": items.get(i), "gold": i in gold}
                    for i in answer["ranked_item_ids"][:5]],
         "more_ranked": max(0, len(answer["ranked_item_ids"]) - 5),
-        "scores": [(m, fmt(scores.get(m)) if m in scores else "—") for m in DRILLDOWN_METRICS],
+        "scores": [(m, fmt(scores.get(m)) if m in scores else "—") for m in metrics],
     }

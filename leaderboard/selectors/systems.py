@@ -10,14 +10,15 @@ from django.db.models import Max
 from django.urls import reverse
 
 from evaluation.lib import charts
+from evaluation.lib import columns as shown
 from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.lib.metrics.types import DIALOGUES, TIERS
 from evaluation.lib.simulators.simulators import simulated_protocol
 from evaluation.lib.stats.cluster_sums import cluster_mean_from_sums
 from evaluation.lib.stats.clustered import mean_method
 from evaluation.models import Benchmark, Dialogue, Job, Run, Simulation, Split, Submission
 
 from .columns import (
-    HEADLINE,
     board_columns,
     ci_text,
     fmt,
@@ -29,9 +30,17 @@ from .ranks import cluster_tables_read
 from .runs import BoardRun
 from .trust import column_trust
 
-TIER_METRICS = ("recall@1", "mrr", "gs", "cgs", "tsr")
-DIALOGUE_METRICS = ("recall@1", "gs", "cgs")
 TIER_ORDER = {"easy": 0, "medium": 1, "hard": 2}
+
+
+def tier_metrics() -> tuple[str, ...]:
+    """The Trace metrics the system page shows by difficulty tier (their specs say so)."""
+    return shown.shown_on(SUITE_NAME, TIERS)
+
+
+def dialogue_metrics() -> tuple[str, ...]:
+    """The Trace metrics of each dialogue in the system page's list (their specs say so)."""
+    return shown.shown_on(SUITE_NAME, DIALOGUES)
 
 
 def system_boards(*, system, user) -> list[tuple[object, str]]:
@@ -78,7 +87,7 @@ def system_results(*, runs: list[BoardRun], benchmark=None, user=None
             "metric": column.metric, "evaluator": column.evaluator, "arrow": column.arrow,
             "direction": direction, "value": value, "text": fmt(value),
             "ci": ci_text(low, high, current), "n": n, "reason": reason,
-            "headline": column.metric in HEADLINE.get(column.evaluator, (column.metric,)),
+            "headline": shown.is_headline(column.evaluator, column.metric),
             "href": reverse("run_detail", args=[run.run_id]) + column.anchor,
             "rule": metric_rule(run, column.metric, summaries),
             "trust": trust.get(column.key),
@@ -116,7 +125,7 @@ def system_run_dialogues(*, run_id: int, benchmark) -> tuple[dict | None, Dialog
     per-dialogue sums and counts (stored, else aggregated by the database: `ranks.
     cluster_tables_read`), never from its unit values (a million for 10,000 dialogues)."""
     table = cluster_tables_read(run_ids=[run_id],
-                                metrics=TIER_METRICS + DIALOGUE_METRICS)[run_id]
+                                metrics=tier_metrics() + dialogue_metrics())[run_id]
     public = _public_dialogues(benchmark)
     return system_tiers(table=table, dialogues=public), system_dialogues(table=table,
                                                                          dialogues=public)
@@ -132,7 +141,8 @@ def system_tiers(*, table, dialogues: dict[str, str | None]) -> dict | None:
     DIALOGUES maps their ids to their difficulty), from a run's per-dialogue sums (TABLE)."""
     tier_of = np.array([dialogues.get(c) or "" for c in table.clusters], dtype=str)
     clusters = np.asarray(table.clusters, dtype=str)  # ascending: cluster_mean_from_sums
-    rows = _metric_rows(table, TIER_METRICS)           # takes them as they are
+    wanted = tier_metrics()
+    rows = _metric_rows(table, wanted)                 # takes them as they are
     cells_of: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for metric, row in rows.items():
         present = table.counts[row] > 0
@@ -141,7 +151,7 @@ def system_tiers(*, table, dialogues: dict[str, str | None]) -> dict | None:
             cells_of[(metric, tier)] = (clusters[mask], table.sums[row][mask],
                                         table.counts[row][mask])
     tiers = sorted({tier for _, tier in cells_of}, key=_tier_key)
-    metrics = [m for m in TIER_METRICS if any((m, t) in cells_of for t in tiers)]
+    metrics = [m for m in wanted if any((m, t) in cells_of for t in tiers)]
     if not tiers or not metrics:
         return None
     table_rows, series = [], []
@@ -182,14 +192,16 @@ class DialogueRows:
 
 def system_dialogues(*, table, dialogues: dict[str, str | None]) -> DialogueRows:
     """Per non-hidden dialogue the run scored (DIALOGUES: their ids and difficulty), the mean
-    of each of DIALOGUE_METRICS on it, for the drill-down, from the run's per-dialogue sums."""
-    rows = _metric_rows(table, DIALOGUE_METRICS)
+    of each of `dialogue_metrics()` on it, for the drill-down, from the run's per-dialogue
+    sums."""
+    wanted = dialogue_metrics()
+    rows = _metric_rows(table, wanted)
     if not rows:
-        return DialogueRows([], [], np.zeros((0, len(DIALOGUE_METRICS))))
+        return DialogueRows([], [], np.zeros((0, len(wanted))))
     counts = np.stack([table.counts[rows[m]] if m in rows else np.zeros(len(table.clusters))
-                       for m in DIALOGUE_METRICS], axis=1)
+                       for m in wanted], axis=1)
     sums = np.stack([table.sums[rows[m]] if m in rows else np.zeros(len(table.clusters))
-                     for m in DIALOGUE_METRICS], axis=1)
+                     for m in wanted], axis=1)
     scored = counts.any(axis=1).tolist()  # one numpy call, not one per dialogue
     keep = [i for i, c in enumerate(table.clusters) if scored[i] and c in dialogues]
     keep.sort(key=lambda i: table.clusters[i])

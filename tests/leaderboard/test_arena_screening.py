@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from config.roles import RESEARCHER
+from core.roles import RESEARCHER
 from evaluation.lib.stats.arena import elo_ratings
 from evaluation.models import Battle, Vote
 from evaluation.selectors.arena import battle_view

@@ -15,7 +15,7 @@ from evaluation.lib.stats.comparison import compare_systems
 from evaluation.models import Benchmark, Run, Submission, System, UnitScore
 from leaderboard.models import RankSnapshot, RunClusterStats
 from leaderboard.selectors.compare import systems_compare
-from leaderboard.selectors.systems import DIALOGUE_METRICS, TIER_METRICS, system_run_dialogues
+from leaderboard.selectors.systems import dialogue_metrics, system_run_dialogues, tier_metrics
 from leaderboard.services import run_cluster_stats_ensure
 
 PAGES = {"leaderboard", "leaderboard ?columns=all", "leaderboard HTMX sort",
@@ -64,7 +64,7 @@ def test_tiers_and_dialogue_list_from_sums_equal_those_of_the_unit_values(board_
     tiers, dialogues = system_run_dialogues(run_id=run.pk, benchmark=benchmark)
     difficulty = dict(benchmark.dialogues.exclude(split="hidden")
                       .values_list("external_id", "difficulty"))
-    values = _values(run, TIER_METRICS)
+    values = _values(run, tier_metrics())
     for row in tiers["table"]:
         units, clusters = values[row["metric"]]
         for tier, cell in zip(tiers["tiers"], row["cells"], strict=True):
@@ -74,7 +74,7 @@ def test_tiers_and_dialogue_list_from_sums_equal_those_of_the_unit_values(board_
             assert cell["text"] == f"{reference.value:.3f}"
             assert cell["dialogues"] == len({c for _, c in kept})
     means = defaultdict(dict)
-    for metric, (units, clusters) in _values(run, DIALOGUE_METRICS).items():
+    for metric, (units, clusters) in _values(run, dialogue_metrics()).items():
         grouped = defaultdict(list)
         for value, cluster in zip(units, clusters, strict=True):
             grouped[cluster].append(value)
@@ -84,7 +84,7 @@ def test_tiers_and_dialogue_list_from_sums_equal_those_of_the_unit_values(board_
     assert [row["id"] for row in dialogues[:]] == sorted(means)
     for row in dialogues[0:len(dialogues)]:
         assert row["values"] == [f"{means[row['id']][m]:.3f}" if m in means[row["id"]] else "—"
-                                 for m in DIALOGUE_METRICS]
+                                 for m in dialogue_metrics()]
 
 
 @pytest.mark.django_db
@@ -114,7 +114,7 @@ def test_compare_from_sums_equals_compare_from_the_unit_values(board_world, stor
 def test_the_default_columns_read_only_their_summaries_and_say_there_are_more(board_world):
     from django.contrib.auth.models import AnonymousUser
 
-    from evaluation.lib.metrics.suite import HEADLINE_METRICS
+    from evaluation.lib.columns import headline
     from leaderboard.selectors.boards import leaderboard
 
     benchmark = board_world["runs"]["echo"][0].benchmark
@@ -123,7 +123,7 @@ def test_the_default_columns_read_only_their_summaries_and_say_there_are_more(bo
                        all_columns=True)
     assert default.has_more_columns and not full.has_more_columns
     assert [c.key for c in default.columns] == [c.key for c in full.columns
-                                                if c.metric in HEADLINE_METRICS]
+                                                if c.metric in headline("trace")]
     index = {c.key: i for i, c in enumerate(full.columns)}
     by_system = {row.run.slug: row for row in full.rows}
     assert len(default.rows) == len(full.rows) >= 2

@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from evaluation.lib.metrics.suite import HEADLINE_METRICS
+from evaluation.lib.columns import headline
 from leaderboard.models import RunClusterStats
 from leaderboard.selectors.ranks import cluster_tables_read
-from leaderboard.selectors.systems import DIALOGUE_METRICS, TIER_METRICS
+from leaderboard.selectors.systems import dialogue_metrics, tier_metrics
 from leaderboard.services import run_cluster_stats_ensure
 
 
@@ -39,8 +39,8 @@ def stored(board_world):
 
 SUBSETS = {
     "one": ["gs"],
-    "the system page's": [*TIER_METRICS, *DIALOGUE_METRICS],
-    "headline": list(HEADLINE_METRICS),
+    "the system page's": [*tier_metrics(), *dialogue_metrics()],
+    "headline": list(headline("trace")),
     "reversed, with absent ones": ["no-such-metric", "rouge_l", "mrr", "gs", "recall@1"],
     "none": [],
 }

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from config.roles import RESEARCHER
+from core.roles import RESEARCHER
 from evaluation.models import Benchmark, Job, Run, Submission
 from evaluation.services.submissions import submissions_today, system_create
 from tests.conftest import _user

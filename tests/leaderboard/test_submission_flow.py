@@ -184,7 +184,7 @@ def test_uploads_need_the_researcher_role(client, outsider, tiny_benchmark):
 
 
 def test_signup_gives_the_researcher_role(client):
-    from config.roles import RESEARCHER, has_role
+    from core.roles import RESEARCHER, has_role
 
     response = client.post(reverse("leaderboard:signup"), {
         "username": "newbie", "email": "", "password1": "a-Long-pass-42x",

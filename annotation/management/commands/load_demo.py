@@ -13,9 +13,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.imports import public_dataset_import
 from annotation.services.demo import demo_study_create
-from config.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
+from core.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from evaluation.cli import ProgressBars
+from evaluation.lib.columns import shown_on
 from evaluation.lib.live.inprocess import adapters
+from evaluation.lib.metrics.types import SUMMARY
 from evaluation.models import Benchmark
 from evaluation.services.arena import arena_open
 from evaluation.services.live import live_baselines_ensure
@@ -88,11 +90,11 @@ class Command(BaseCommand):
             if run is None:
                 self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
                 continue
-            summary = {row.metric: row.value for row in run.summaries.filter(
-                metric__in=["recall@1", "mrr", "gs", "cgs"])}
+            metrics = shown_on(run.evaluator, SUMMARY)  # what a submission's page shows
+            summary = {row.metric: row.value for row in run.summaries.filter(metric__in=metrics)}
             state = "evaluated" if created else "already evaluated"
-            figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
-                                ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
+            figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in metrics
+                                if summary.get(metric) is not None)
             self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
         # The same nine baselines as in-process live systems: `simulate` works offline at once.
         live = live_baselines_ensure()

@@ -18,8 +18,10 @@ simulated users (a user with two targets is two pairs of one cluster). Pure: no 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from evaluation.lib.metrics.preference import preference_specs
+from evaluation.lib.metrics.types import MetricSpec
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.results import Estimate
 
@@ -33,6 +35,27 @@ LABELS = {
             "(Rec_eval.py, metric.py)",
     PERSUASIVENESS: "iEvaLM persuasiveness (0–2, iEvaLM's rubric), averaged over dialogues",
 }
+
+
+SIMULATOR = "ievalm"  # the simulator whose runs report these (evaluator simulation.ievalm)
+IEVALM_AXIS = "iEvaLM (final list)"
+# the iEvaLM simulator's coverage curves; it sorts after IEVALM_AXIS where axes sort by name
+PEPPER_STYLE_AXIS = "iEvaLM extra: PEPPER-style coverage"
+
+
+def ievalm_specs(ks: Sequence[int] = IEVALM_KS) -> tuple[MetricSpec, ...]:
+    """What an iEvaLM simulation stores and its board shows: iEvaLM's Recall@K and
+    persuasiveness first (the headline), then the PEPPER-style coverage curves as the extra,
+    on their own axis."""
+    recall = tuple(MetricSpec(f"{RECALL}@{k}", IEVALM_AXIS, "dialogue", "higher", (0.0, 1.0),
+                              LABELS[RECALL].replace("@K", f"@{k}"), headline=i + 1)
+                   for i, k in enumerate(ks))
+    persuasiveness = MetricSpec(PERSUASIVENESS, IEVALM_AXIS, "dialogue", "higher",
+                                PERSUASIVENESS_RANGE, LABELS[PERSUASIVENESS],
+                                headline=len(ks) + 1)
+    coverage = tuple(replace(spec, axis=PEPPER_STYLE_AXIS, headline=0)
+                     for spec in preference_specs())
+    return (*recall, persuasiveness, *coverage)
 
 
 def simulation_metric_range(metric: str) -> tuple[float, float]:

@@ -26,11 +26,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.lib.metrics.types import MetricSpec
 from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from evaluation.lib.stats.clustered import cluster_mean
 from evaluation.lib.stats.results import Estimate
 
 KS = (1, 5, 10, 20, 50)
+PREFERENCE_ELICITATION = "preference elicitation"  # the axis of a simulated-… board
+HEADLINE_KS = (5, 10, 50)  # a simulated-… board's default columns; "all metrics" adds 1 and 20
+
+
+def preference_specs(ks: Sequence[int] = KS) -> tuple[MetricSpec, ...]:
+    """The metrics a simulation stores per user and summarises (`preference_report`'s
+    summaries): PC_T@K, PCIR_avg@K and Recall@K, shares of the users' targets."""
+    described = (("pc", "PC_T@{k}: share of the user's targets shown in a top {k} by the "
+                        "last turn (PEPPER §3.3.1)."),
+                 ("pcir_avg", "PCIR_avg@{k}: PC_T@{k} / T, the share newly covered per turn."),
+                 ("recall", "Recall@{k}: share of the user's targets in a turn's top {k}, "
+                            "averaged over turns."))
+    return tuple(  # in the report's order; a board lists PC first, then PCIR_avg, then Recall
+        MetricSpec(f"{name}@{k}", PREFERENCE_ELICITATION, "dialogue", "higher", (0.0, 1.0),
+                   text.format(k=k), headline=(i * len(HEADLINE_KS) + HEADLINE_KS.index(k) + 1
+                                               if k in HEADLINE_KS else 0))
+        for k in ks for i, (name, text) in enumerate(described))
 
 # PCIR_avg's variants: name -> the label printed beside every number it computed
 PCIR_EQ3, PCIR_TABLES = "eq3", "tables"

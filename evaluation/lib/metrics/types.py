@@ -21,6 +21,15 @@ PRACTICAL_VALUE = "Practical value"
 TEXT = "Text"
 AXES = (ACCURACY, GROUNDING, RECOVERY, PRACTICAL_VALUE, TEXT)
 
+# The pages that show a few chosen metrics rather than all of them (MetricSpec.shown; a
+# metric's place in their lists is MetricSpec.headline, the order of the boards' columns):
+TIERS = "tiers"            # the system page, by difficulty tier
+DIALOGUES = "dialogues"    # the system page's list of dialogues to drill into
+SUMMARY = "summary"        # a submission's result once its run finished (and `load_demo`)
+TURNS = "turns"            # the per-turn drill-down of one dialogue
+SIMULATION = "simulation"  # a simulation's section: the Trace suite on its dialogues
+SURFACES = (TIERS, DIALOGUES, SUMMARY, TURNS, SIMULATION)
+
 # System actions that carry gold items and are scored turn by turn (formats.md §2).
 RECOMMENDATION_ACTIONS = frozenset({"recommend", "compare"})
 REJECT_ACTION = "reject_and_refine"
@@ -105,6 +114,14 @@ class MetricSpec:
     """What a metric means: how it is shown, aggregated and compared.
 
     ``range`` is (low, high); ``high`` is None for unbounded metrics such as route length.
+    ``headline`` is the metric's place among its evaluator's headline metrics: the boards'
+    default columns (the API's ``columns=headline``, the boards' exports), the compare page's
+    default rows, the system page's radar, first in agreement reports; within an axis they are
+    ordered by it, and every page that lists a few metrics lists them in this order. 0: a
+    sensitivity variant, shown under "all metrics". An evaluator none of whose metrics has a
+    place shows them all by default. ``shown``: the SURFACES that list it besides.
+    ``evaluation/lib/columns.py`` reads these two fields for every page; nothing else lists
+    metrics.
     """
 
     name: str
@@ -113,6 +130,8 @@ class MetricSpec:
     direction: Direction
     range: tuple[float, float | None]
     description: str
+    headline: int = 0
+    shown: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,11 +26,6 @@ SIMULATED_SPLIT = "simulated"
 # SuiteConfig overrides of a simulation's Trace run (JSON: stored in the run's configuration)
 SIMULATED_SUITE_OPTIONS = {"text_metrics": False, "pool_mode": OPEN}
 RECOMMEND = "recommend"
-# The axes a simulation run's summaries are stored under (MetricSummary.axis)
-PREFERENCES_AXIS = "preference elicitation"
-IEVALM_AXIS = "iEvaLM (final list)"
-# the iEvaLM simulator's coverage curves; it sorts after IEVALM_AXIS where axes sort by name
-PEPPER_STYLE_AXIS = "iEvaLM extra: PEPPER-style coverage"
 
 
 def simulated_trace_inputs(dialogues: Sequence[tuple[str, Sequence[str], Sequence[Mapping]]]

@@ -2,7 +2,7 @@
 
 Three kinds of process, as in service mode (docs/operations.md):
 
-- the web: gunicorn (`config.wsgi`, `--preload`, W workers × T threads, `config/gunicorn_bench.py`
+- the web: gunicorn (`config.wsgi`, `--preload`, W workers × T threads, `scripts/gunicorn_bench.py`
   records each request's server time and thread CPU, by gunicorn's own hooks);
 - the two local live systems, in a process of their own (`evaluation/lib/live/bench_server.py`),
   each answering after exactly L seconds and recording how long it held each request;
@@ -246,7 +246,7 @@ class Command(BaseCommand):
             env[f"CONCORD_ARENA_{name}"] = str(10**9)
         web = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "config.wsgi", "--preload",
-             "--config", str(Path(settings.BASE_DIR) / "config" / "gunicorn_bench.py"),
+             "--config", str(Path(settings.BASE_DIR) / "scripts" / "gunicorn_bench.py"),
              "--workers", str(workers), "--threads", str(threads), "--worker-class", "gthread",
              "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
             cwd=settings.BASE_DIR, env=env)

@@ -1,7 +1,7 @@
 """The arena on SQLite, the default install's database (`make run`; issue 34.1).
 
 The suite runs on PostgreSQL when it answers, so the hand-written statements of a battle
-(evaluation/rows.py on config/rows.py) would otherwise never meet SQLite, which refuses
+(evaluation/rows.py on core/rows.py) would otherwise never meet SQLite, which refuses
 PostgreSQL's `SELECT … FOR UPDATE`. This test runs the arena's service, statement and page tests
 again in a child pytest whose `DATABASE_URL` is a fresh SQLite file: every statement those tests
 reach is exercised on both databases in the normal test run. (The battle bench runs gunicorn on

@@ -1,9 +1,9 @@
 """The two reads every logged-in request makes: its session and its user.
 
 Django's database sessions and `ModelBackend`, with each read as one hand-written statement
-(`config.rows`) instead of an ORM query; behaviour is unchanged (expired sessions are not
-found, inactive users are not logged in). `SESSION_ENGINE = "config.auth"` and
-`AUTHENTICATION_BACKENDS = ["config.auth.ModelBackend"]` select them.
+(`core.rows`) instead of an ORM query; behaviour is unchanged (expired sessions are not
+found, inactive users are not logged in). `SESSION_ENGINE = "core.auth"` and
+`AUTHENTICATION_BACKENDS = ["core.auth.ModelBackend"]` select them.
 """
 
 from django.contrib.auth import backends, get_user_model

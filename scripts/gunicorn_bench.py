@@ -1,5 +1,5 @@
 """gunicorn settings for the benchmarks that time real server processes (`bench_arena_battles`,
-docs/performance.md): `gunicorn -c config/gunicorn_bench.py config.wsgi …`.
+docs/performance.md): `gunicorn -c scripts/gunicorn_bench.py config.wsgi …`.
 
 Each worker appends one line per request to `$CONCORD_BENCH_TIMING_DIR/<pid>.tsv`: the
 request's `X-Bench-Request` header, its path, the wall-clock time gunicorn started on it and
