@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from evaluation.lib.llm.evaluators import EVALUATORS, LLM_JUDGE
+from evaluation.lib.llm import registry
+from evaluation.lib.llm.evaluators import LLM_JUDGE
 from evaluation.lib.metrics import ievalm, suite
 from evaluation.lib.metrics.preference import PREFERENCE_ELICITATION, preference_specs
 from evaluation.lib.metrics.types import AXES, SURFACES, MetricSpec
@@ -36,7 +37,7 @@ def evaluator_specs(evaluator: str) -> tuple[MetricSpec, ...]:
         return ievalm.ievalm_specs()
     if evaluator.startswith(SIMULATION_PREFIX):
         return preference_specs()
-    declared = EVALUATORS.get(evaluator)
+    declared = registry.find(evaluator)
     return declared.metrics if declared is not None else ()
 
 

@@ -12,9 +12,9 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from evaluation.lib.metrics.ievalm import IEVALM_AXIS, PEPPER_STYLE_AXIS
 from evaluation.lib.metrics.preference import PCIR_VARIANTS
 from evaluation.lib.simulators.simulators import simulation_design
-from evaluation.lib.simulators.trace import IEVALM_AXIS, PEPPER_STYLE_AXIS
 from evaluation.models import Job, MetricSummary, SimulatedUserProfile, Simulation
 from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.live import live_system_create

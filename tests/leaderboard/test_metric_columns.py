@@ -17,7 +17,7 @@ import pytest
 from django.urls import reverse
 
 from evaluation.lib import columns
-from evaluation.lib.llm.evaluators import EVALUATORS
+from evaluation.lib.llm import registry
 from evaluation.lib.metrics import suite
 from evaluation.lib.metrics.types import SURFACES, TEXT, MetricSpec
 
@@ -119,7 +119,7 @@ def test_every_surface_lists_what_the_specs_say_in_headline_order():
 
 def _metric_names() -> set[str]:
     names = set()
-    for evaluator in (suite.SUITE_NAME, f"{columns.SIMULATION_PREFIX}any", *EVALUATORS):
+    for evaluator in (suite.SUITE_NAME, f"{columns.SIMULATION_PREFIX}any", *registry.names()):
         names |= {spec.name for spec in columns.evaluator_specs(evaluator)}
     return names
 
