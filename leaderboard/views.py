@@ -31,6 +31,7 @@ from evaluation.lib.formats.errors import FormatError
 from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
+from evaluation.lib.simulators.simulators import design_variant
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import LLMSpend, Split
 from evaluation.selectors.arena import arena_of_benchmark
@@ -129,14 +130,17 @@ def _board_params(request) -> dict:
             "family": request.GET.get("family", ""),
             "baselines": request.GET.get("baselines", "1") != "0",
             "all_columns": request.GET.get("columns") == "all",
-            "splits": request.GET.get("splits", "")[:200]}
+            "splits": request.GET.get("splits", "")[:200],
+            "dialogues": request.GET.get("dialogues", "") if request.GET.get("dialogues")
+            in ("all", "both") else ""}
 
 
 def _query(params: dict, **changes) -> str:
     merged = {**params, **changes}
     query = {"splits": merged["splits"], "sort": merged["sort"], "order": merged["order"],
              "family": merged["family"], "baselines": "" if merged["baselines"] else "0",
-             "columns": "all" if merged["all_columns"] else ""}
+             "columns": "all" if merged["all_columns"] else "",
+             "dialogues": "both" if merged.get("dialogues") == "both" else ""}
     return "?" + urlencode({k: v for k, v in query.items() if v})
 
 
@@ -154,7 +158,7 @@ def board(request, benchmark, protocol=None):
         params["splits"] = ""
         lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
     params.update(sort=lb.sort, order=lb.order,
-                  splits=_splits_param(lb))
+                  splits=_splits_param(lb), dialogues="both" if lb.sanitised else "")
     headers = []
     for column in lb.columns:
         active = column.key == lb.sort
@@ -190,7 +194,7 @@ def _splits_param(lb) -> str:
     shown = next((c for c in lb.coverages if c.key == lb.coverage), None)
     if shown is None or (lb.coverages and lb.coverages[0].key == lb.coverage):
         return ""
-    return shown.param
+    return design_variant(shown.param, False) if lb.design else shown.param
 
 
 def board_export(request, benchmark, protocol, fmt):
@@ -221,6 +225,12 @@ def board_export(request, benchmark, protocol, fmt):
                                    "other designs are ranked on their own "
                                    f"({', '.join(c.param for c in lb.other_coverages) or 'none'})"}
                       if lb.design else {}),
+                   **({"dialogues": "sanitised (-Both): each run re-scored without its leaked "
+                                    "dialogues (Zhu et al. 2024; docs/simulation.md, "
+                                    "\"Leakage audit\")" if lb.sanitised else
+                                    "all: every successful dialogue, leaked or not",
+                       "leaked_share": lb.leakage.share}
+                      if lb.leakage else {}),
                    "generated_at": timezone.now().isoformat(),
                    "ci": "95% studentized cluster interval over dialogues (delete-one-"
                          "dialogue jackknife, t quantile; docs/statistics.md)",
