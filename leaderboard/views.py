@@ -90,6 +90,7 @@ from .selectors.runs import (
     coverages,
     visible_runs_by_coverage,
 )
+from .selectors.simulated import simulators_page
 from .selectors.systems import (
     DIALOGUE_METRICS,
     system_boards,
@@ -166,7 +167,7 @@ def board(request, benchmark, protocol=None):
         flipped = "asc" if lb.order == "desc" else "desc"
         headers.append((column, _query(params, sort=column.key,
                                        order=flipped if active else default), active,
-                        lb.trust.get(column.key)))
+                        lb.validity.get(column.key) or lb.trust.get(column.key)))
     base = reverse("leaderboard:board", args=[benchmark.slug, protocol])
     context = {
         "benchmark": benchmark, "protocol": protocol, "lb": lb, "params": params,
@@ -187,6 +188,14 @@ def board(request, benchmark, protocol=None):
     if request.htmx:
         return render(request, "leaderboard/_leaderboard_table.html", context, status=status)
     return render(request, "leaderboard/board.html", context, status=status)
+
+
+def simulators_compare(request, benchmark):
+    """The benchmark's simulators side by side: how each design's ranking agrees with the
+    arena's, and how its simulated users behave (docs/simulation.md, "Simulator validity")."""
+    benchmark = get_benchmark_for_user(request.user, benchmark)
+    return render(request, "leaderboard/simulators.html",
+                  simulators_page(benchmark=benchmark, user=request.user))
 
 
 def _splits_param(lb) -> str:

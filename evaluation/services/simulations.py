@@ -49,7 +49,13 @@ from evaluation.lib.metrics.suite import SUITE_NAME, SUITE_VERSION, evaluate_sub
 from evaluation.lib.rankers import Catalogue
 from evaluation.lib.runconfig import config_hash, run_config, suite_config_from_options
 from evaluation.lib.simulators.driver import CANCELLED, simulate_dialogue
-from evaluation.lib.simulators.leakage import SANITISED, Target, audit_dialogue, audit_summary
+from evaluation.lib.simulators.leakage import (
+    SANITISED,
+    Target,
+    audit_dialogue,
+    audit_summary,
+    behaviour_summary,
+)
 from evaluation.lib.simulators.simulators import (
     SIMULATORS,
     simulated_protocol,
@@ -513,7 +519,8 @@ def simulation_audit_store(*, simulation: Simulation, dialogues=None) -> Run | N
     (`report["leakage"]`), and score the leak-free dialogues again as its `sanitised_run`
     (Zhu et al.'s "-Both" setting), replacing an older one. Called when a simulation
     finishes, and by `manage.py audit_simulations` for the ones that finished before the audit
-    existed. Returns the sanitised run (None when the simulation has no run)."""
+    existed; with them the users' behaviour (`report["behaviour"]`: user-turn length, turns).
+    Returns the sanitised run (None when the simulation has no run)."""
     if simulation.run_id is None:
         return None
     dialogues = dialogues if dialogues is not None else list(
@@ -544,6 +551,7 @@ def simulation_audit_store(*, simulation: Simulation, dialogues=None) -> Run | N
     report = dict(simulation.report or {})
     report["leakage"] = {**audit_summary(audits), "sanitised_run": sanitised.pk,
                          "success_k": success_k, "shown_k": shown_k}
+    report["behaviour"] = behaviour_summary(d.turns for d in dialogues)
     simulation.report, simulation.sanitised_run = report, sanitised
     simulation.save(update_fields=["report", "sanitised_run"])
     if old is not None:

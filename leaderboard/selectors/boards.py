@@ -38,7 +38,7 @@ from .columns import (
 )
 from .ranks import rank_snapshots
 from .runs import BoardRun, Coverage, coverage_choice, coverage_label, is_design
-from .simulated import SimulatedAudit, board_audit
+from .simulated import SimulatedAudit, board_audit, board_validity
 from .trust import column_trust, trust_record
 
 DEFAULT_SORT = f"{SUITE_NAME}:recall@1"
@@ -95,6 +95,7 @@ class Leaderboard:
     trust_rule: str = TRUST_RULE
     sanitised: bool = False  # a simulated board's runs without their leaked dialogues
     leakage: SimulatedAudit | None = None  # a simulated board's leakage audit of its rows
+    validity: dict = field(default_factory=dict)  # column key -> ValidityTrust (simulated)
 
     @property
     def coverage_label(self) -> str:
@@ -172,6 +173,9 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
     if simulator_of_protocol(protocol) is not None:
         board.sanitised = sanitised
         board.leakage = board_audit(rows=rows, sanitised=sanitised)
+        board.validity = (board_validity(
+            benchmark=benchmark, rows=rows, columns=columns,
+            simulators_url=reverse("leaderboard:simulators", args=[benchmark.slug])))
     return board
 
 
@@ -351,6 +355,8 @@ def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[
                 "rule": cell.rule["text"] if cell.rule else "",
                 "rule_dialogues": cell.rule["dialogues"] if cell.rule else None,
                 **trust_record(board.trust.get(column.key), request_base),
+                **(board.validity[column.key].export() if column.key in board.validity
+                   else {}),
             })
     return records
 

@@ -208,3 +208,21 @@ def audit_summary(audits: Iterable[Mapping]) -> dict:
             "share": leaked / total if total else None, "first_turn_success": first,
             "first_turn_share": first / total if total else None,
             "by_kind": {k: kinds.get(k, 0) for k in KIND_LABELS}}
+
+
+def behaviour_summary(dialogues: Iterable[Sequence[Mapping]]) -> dict:
+    """How the simulated users behaved over DIALOGUES (each its stored turns): the number of
+    user turns and their mean length in words (whitespace-separated), and the mean number of
+    system turns per dialogue (issue 32's behaviour figures, beside the leakage share)."""
+    words, user_turns, system_turns, total = 0, 0, 0, 0
+    for turns in dialogues:
+        total += 1
+        for turn in turns:
+            if turn.get("role") == "user":
+                user_turns += 1
+                words += len(str(turn.get("text", "")).split())
+            elif turn.get("role") == "system":
+                system_turns += 1
+    return {"dialogues": total, "user_turns": user_turns,
+            "mean_user_turn_words": words / user_turns if user_turns else None,
+            "mean_system_turns": system_turns / total if total else None}
