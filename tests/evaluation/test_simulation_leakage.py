@@ -264,3 +264,24 @@ def test_audit_simulations_audits_a_simulation_finished_before_the_audit(
     call_command("audit_simulations", "--all")  # again: the old sanitised run is replaced
     simulation.refresh_from_db()
     assert simulation.sanitised_run_id != first and not Run.objects.filter(pk=first).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_api_ranks_the_sanitised_runs_on_request(
+        sim_benchmark, researcher, llm_server, llm_settings, client):  # noqa: F811
+    llm = llm_server(leaky_user)
+    with live_server(crs) as server:
+        system = live_system_create(name="Echo CRS", owner=researcher, endpoint=server.url)
+        simulation = run_all(simulation_create(
+            benchmark=sim_benchmark, system=system, simulator="ievalm", users=3, turns=2,
+            user=researcher, model=model_options(profile=llm.profile,
+                                                 model="openai/scripted-user"),
+            enqueue=False))
+    client.force_login(researcher)
+    url = reverse("leaderboard:api_leaderboard", args=[sim_benchmark.slug])
+    both = client.get(url, {"protocol": "simulated-ievalm", "dialogues": "both"}).json()
+    assert both["splits"].endswith("-both")
+    assert both["systems"][0]["runs"] == {"simulation.ievalm": simulation.sanitised_run_id}
+    every = client.get(url, {"protocol": "simulated-ievalm"}).json()
+    assert every["systems"][0]["runs"] == {"simulation.ievalm": simulation.run_id}
+    assert client.get(url, {"protocol": "simulated-ievalm", "dialogues": "x"}).status_code == 400
