@@ -1,6 +1,7 @@
 """`manage.py export_simulation RUN DIR`: a simulation run's dialogues as `DIR/dialogues.jsonl`
 (one line per simulated user: its `target_item_ids` and its `turns` in the bundle's turn format,
-each system turn with the `ranked_item_ids` it showed) and `DIR/report.json` (the metrics)."""
+each system turn with the `ranked_item_ids` it showed, and its `leakage` audit's flags) and
+`DIR/report.json` (the metrics, the leakage summary and the users' behaviour)."""
 
 import json
 from pathlib import Path
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         folder = Path(dir)
         folder.mkdir(parents=True, exist_ok=True)
         lines = [json.dumps({"user_id": d.user_id, "target_item_ids": d.target_item_ids,
-                             "turns": d.turns}, ensure_ascii=False)
+                             "turns": d.turns, "leakage": d.leakage}, ensure_ascii=False)
                  for d in simulation.dialogues.filter(status="ok").order_by("position")]
         (folder / "dialogues.jsonl").write_text("".join(line + "\n" for line in lines),
                                                 encoding="utf-8")
