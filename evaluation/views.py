@@ -3,6 +3,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -141,9 +142,10 @@ def run_detail(request, run_id):
 
         context["llm"] = run_llm_report(run=run, page=request.GET.get("page"),
                                         include_hidden=can_see_hidden_units(request.user, run))
-    simulation = (Simulation.objects.filter(run=run)
+    simulation = (Simulation.objects.filter(Q(run=run) | Q(sanitised_run=run))
                   .select_related("job", "system", "benchmark").first())
     if simulation is not None:
+        context["sanitised_of"] = simulation if simulation.sanitised_run_id == run.pk else None
         context["sim"] = simulation_report(
             simulation=simulation,
             visible_hidden=can_see_simulation_hidden(request.user, simulation),

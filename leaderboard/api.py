@@ -445,6 +445,11 @@ class LeaderboardDetail(APIView):
                                          "coverage are listed and ranked. On a simulated-… "
                                          "board: a design key (design-…, see `design` and "
                                          "`other_splits` in the answer)"),
+            OpenApiParameter("dialogues", OpenApiTypes.STR, enum=["all", "both"],
+                             description="on a simulated-… board: `both` ranks each design's "
+                                         "sanitised runs (leaked dialogues removed, Zhu et "
+                                         "al.'s -Both; docs/simulation.md), `all` (default) "
+                                         "every dialogue"),
         ],
         responses=LeaderboardSerializer)
     def get(self, request, benchmark):
@@ -458,6 +463,8 @@ class LeaderboardDetail(APIView):
             raise ValidationError({"order": ["expected asc or desc"]})
         if params.get("columns", "all") not in ("all", "headline"):
             raise ValidationError({"columns": ["expected all or headline"]})
+        if params.get("dialogues", "all") not in ("all", "both"):
+            raise ValidationError({"dialogues": ["expected all or both"]})
         if params.get("baselines", "true").lower() not in ("true", "false", "1", "0"):
             raise ValidationError({"baselines": ["expected true or false"]})
         try:
@@ -467,7 +474,8 @@ class LeaderboardDetail(APIView):
                 family=params.get("family", ""),
                 baselines=params.get("baselines", "true").lower() in ("true", "1"),
                 all_columns=params.get("columns", "all") != "headline",
-                splits=params.get("splits", "")[:200])
+                splits=params.get("splits", "")[:200],
+                dialogues=params.get("dialogues", ""))
         except UnknownCoverage as exc:
             raise ValidationError({"splits": [str(exc)]}) from exc
         return Response(leaderboard_payload(lb))

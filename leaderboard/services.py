@@ -80,7 +80,7 @@ def rank_snapshots_refresh(*, benchmark, protocol: str) -> list[RankSnapshot]:
     split set the runs were evaluated on); a fresh one is left alone, those of coverages no
     run has any more are deleted (the `refresh_ranks_job` task and the `refresh_ranks`
     command)."""
-    runs = board_runs(benchmark=benchmark, protocol=protocol)
+    runs = board_runs(benchmark=benchmark, protocol=protocol, sanitised=None)
     by_coverage: dict[str, list] = {}
     for run in runs:
         by_coverage.setdefault(run.coverage, []).append(run)

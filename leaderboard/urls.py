@@ -8,6 +8,8 @@ urlpatterns = [
     # pages
     path("leaderboards/", views.leaderboard_index, name="index"),
     path("leaderboards/<slug:benchmark>/", views.board, name="board_default"),
+    path("leaderboards/<slug:benchmark>/simulators/", views.simulators_compare,
+         name="simulators"),
     path("leaderboards/<slug:benchmark>/<str:protocol>/", views.board, name="board"),
     path("leaderboards/<slug:benchmark>/<str:protocol>/export.<str:fmt>", views.board_export,
          name="board_export"),

@@ -33,6 +33,7 @@ from evaluation.lib.formats.submission import PROTOCOLS as UPLOAD_PROTOCOLS
 from evaluation.lib.llm.gateway import LLMConfigurationError
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.metrics.types import SUMMARY
+from evaluation.lib.simulators.simulators import design_variant
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import LLMSpend, Split
 from evaluation.selectors.arena import arena_of_benchmark
@@ -91,6 +92,7 @@ from .selectors.runs import (
     coverages,
     visible_runs_by_coverage,
 )
+from .selectors.simulated import simulators_page
 from .selectors.systems import (
     dialogue_metrics,
     system_boards,
@@ -129,14 +131,17 @@ def _board_params(request) -> dict:
             "family": request.GET.get("family", ""),
             "baselines": request.GET.get("baselines", "1") != "0",
             "all_columns": request.GET.get("columns") == "all",
-            "splits": request.GET.get("splits", "")[:200]}
+            "splits": request.GET.get("splits", "")[:200],
+            "dialogues": request.GET.get("dialogues", "") if request.GET.get("dialogues")
+            in ("all", "both") else ""}
 
 
 def _query(params: dict, **changes) -> str:
     merged = {**params, **changes}
     query = {"splits": merged["splits"], "sort": merged["sort"], "order": merged["order"],
              "family": merged["family"], "baselines": "" if merged["baselines"] else "0",
-             "columns": "all" if merged["all_columns"] else ""}
+             "columns": "all" if merged["all_columns"] else "",
+             "dialogues": "both" if merged.get("dialogues") == "both" else ""}
     return "?" + urlencode({k: v for k, v in query.items() if v})
 
 
@@ -154,7 +159,7 @@ def board(request, benchmark, protocol=None):
         params["splits"] = ""
         lb = leaderboard(benchmark=benchmark, protocol=protocol, user=request.user, **params)
     params.update(sort=lb.sort, order=lb.order,
-                  splits=_splits_param(lb))
+                  splits=_splits_param(lb), dialogues="both" if lb.sanitised else "")
     headers = []
     for column in lb.columns:
         active = column.key == lb.sort
@@ -162,7 +167,7 @@ def board(request, benchmark, protocol=None):
         flipped = "asc" if lb.order == "desc" else "desc"
         headers.append((column, _query(params, sort=column.key,
                                        order=flipped if active else default), active,
-                        lb.trust.get(column.key)))
+                        lb.validity.get(column.key) or lb.trust.get(column.key)))
     base = reverse("leaderboard:board", args=[benchmark.slug, protocol])
     context = {
         "benchmark": benchmark, "protocol": protocol, "lb": lb, "params": params,
@@ -185,12 +190,20 @@ def board(request, benchmark, protocol=None):
     return render(request, "leaderboard/board.html", context, status=status)
 
 
+def simulators_compare(request, benchmark):
+    """The benchmark's simulators side by side: how each design's ranking agrees with the
+    arena's, and how its simulated users behave (docs/simulation.md, "Simulator validity")."""
+    benchmark = get_benchmark_for_user(request.user, benchmark)
+    return render(request, "leaderboard/simulators.html",
+                  simulators_page(benchmark=benchmark, user=request.user))
+
+
 def _splits_param(lb) -> str:
     """The `splits` parameter naming the leaderboard's coverage ('' when it is the default)."""
     shown = next((c for c in lb.coverages if c.key == lb.coverage), None)
     if shown is None or (lb.coverages and lb.coverages[0].key == lb.coverage):
         return ""
-    return shown.param
+    return design_variant(shown.param, False) if lb.design else shown.param
 
 
 def board_export(request, benchmark, protocol, fmt):
@@ -221,6 +234,12 @@ def board_export(request, benchmark, protocol, fmt):
                                    "other designs are ranked on their own "
                                    f"({', '.join(c.param for c in lb.other_coverages) or 'none'})"}
                       if lb.design else {}),
+                   **({"dialogues": "sanitised (-Both): each run re-scored without its leaked "
+                                    "dialogues (Zhu et al. 2024; docs/simulation.md, "
+                                    "\"Leakage audit\")" if lb.sanitised else
+                                    "all: every successful dialogue, leaked or not",
+                       "leaked_share": lb.leakage.share}
+                      if lb.leakage else {}),
                    "generated_at": timezone.now().isoformat(),
                    "ci": "95% studentized cluster interval over dialogues (delete-one-"
                          "dialogue jackknife, t quantile; docs/statistics.md)",

@@ -128,6 +128,8 @@ ACCESS.update({
                                   ({"benchmark": "nope"}, "get", _NONE)],
     "leaderboard:board": [(_BOARD, "get", ALL_200),
                           ({"benchmark": "tiny", "protocol": "log"}, "get", _NONE)],
+    "leaderboard:simulators": [({"benchmark": "tiny"}, "get", ALL_200),
+                               ({"benchmark": "nope"}, "get", _NONE)],
     "leaderboard:board_export": [({**_BOARD, "fmt": "csv"}, "get", ALL_200),
                                  ({**_BOARD, "fmt": "json"}, "get", ALL_200),
                                  ({**_BOARD, "fmt": "html"}, "get", _NONE)],

@@ -22,7 +22,8 @@ class Simulation(models.Model):
     Its job carries progress; its dialogues are stored one row per simulated user as each
     finishes (idempotent: a batch redelivered after a worker died skips the users it already
     stored). When every user is done, the successful dialogues become a `log` submission of the
-    system and their preference coverage a `Run` (`evaluator` "simulation.<simulator>").
+    system and their preference coverage a `Run` (`evaluator` "simulation.<simulator>"); every
+    dialogue is audited for leakage and the leak-free ones scored again as `sanitised_run`.
 
     Its `secret` keys the opaque ids its users are known by outside Concord
     (`lib/simulators/users.opaque_user_id`); it is never shown.
@@ -47,6 +48,10 @@ class Simulation(models.Model):
                                    related_name="+")
     run = models.OneToOneField(Run, null=True, blank=True, on_delete=models.SET_NULL,
                                related_name="simulation")
+    sanitised_run = models.OneToOneField(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="sanitised_simulation",
+        help_text="the same scores without the leaked dialogues (Zhu et al.'s -Both setting; "
+                  "lib/simulators/leakage.py)")
     report = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
@@ -90,6 +95,9 @@ class SimulatedDialogue(models.Model):
     target_item_ids = models.JSONField(default=list)
     hidden = models.JSONField(default=dict, blank=True,
                               help_text="the simulator's preferences and reflections")
+    leakage = models.JSONField(default=dict, blank=True,
+                               help_text="the leakage audit's flags (lib/simulators/leakage.py); "
+                                         "{} until audited")
     error_kind = models.CharField(max_length=20, blank=True)
     error = models.TextField(blank=True)
     system_seconds = models.FloatField(default=0)

@@ -7,11 +7,13 @@ from evaluation.lib.metrics import ievalm as ievalm_metric
 from evaluation.lib.metrics.preference import KS, PCIR_EQ3, PCIR_VARIANTS
 from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.metrics.types import SIMULATION
+from evaluation.lib.simulators.leakage import FUZZY_THRESHOLD, KIND_LABELS, NAMED_TARGET
 from evaluation.lib.stats.methods import interval_is_current
 from evaluation.models import MetricSummary, Simulation
 
 CHART_KS = (1, 10, 50)
 DIALOGUES_SHOWN = 50
+LEAKED_SHOWN = 50
 
 
 def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None,
@@ -32,11 +34,13 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
     dialogues = []
     for row in simulation.dialogues.order_by("position")[:DIALOGUES_SHOWN]:
         show = visible_hidden is None or row.user_id in visible_hidden
-        dialogues.append({"user_id": row.user_id, "status": row.status, "turns": row.turns,
+        dialogues.append({"user_id": row.user_id, "status": row.status,
+                          "turns": _flagged_turns(row, show),
                           "error_kind": row.error_kind, "error": row.error,
                           "hidden": row.hidden if show else None,
                           "targets": row.target_item_ids if show else None,
-                          "source": row.source_dialogue_id if show_sources else None})
+                          "source": row.source_dialogue_id if show_sources else None,
+                          "leakage": _leak_view(row.leakage, show)})
     trace_run = report.get("trace_run")
     # the Trace metrics whose specs choose this section (its Trace run's page has them all)
     trace_shown = shown_on(SUITE_NAME, SIMULATION)
@@ -53,6 +57,7 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
     return {"simulation": simulation, "config": simulation.config, "curves": curves,
             "ievalm": ievalm, "is_ievalm": simulation.simulator == "ievalm",
             "pcir_label": report.get("pcir_label") or PCIR_VARIANTS[PCIR_EQ3],
+            "leakage": _leakage(simulation, visible_hidden),
             "trace_run": trace_run, "trace": trace,
             "table": table, "failed": report.get("failed"),
             "failures_by_kind": report.get("failures_by_kind", {}),
@@ -64,3 +69,53 @@ def _ievalm_label(name: str) -> str:
     if name == ievalm_metric.PERSUASIVENESS:
         return ievalm_metric.LABELS[name]
     return ievalm_metric.LABELS[ievalm_metric.RECALL].replace("@K", "@" + name.split("@")[1])
+
+
+def _leak_view(audit: dict, show: bool) -> dict | None:
+    """A dialogue's audit as the viewer may see it: the reasons' kinds for everyone; which
+    target, how it matched and at which turn only where its hidden part may be shown."""
+    if not audit:
+        return None
+    reasons = []
+    for flag in audit.get("flags", []):
+        reason = {"kind": flag["kind"], "label": KIND_LABELS.get(flag["kind"], flag["kind"])}
+        if show:
+            reason.update(item_id=flag["item_id"], match=flag["match"], turn=flag["turn"],
+                          score=flag["score"], evidence=flag["evidence"])
+        reasons.append(reason)
+    if not show:  # one line per kind, nothing that points at a turn
+        reasons = list({r["kind"]: r for r in reasons}.values())
+    return {"leaked": audit.get("leaked"), "first_turn_success": audit.get("first_turn_success"),
+            "reasons": reasons}
+
+
+def _flagged_turns(row, show: bool) -> list[dict]:
+    """The dialogue's turns, those a leak flag points at marked (`flag`), where allowed."""
+    if not show or not row.leakage:
+        return row.turns
+    flagged: dict[int, list[str]] = {}
+    for flag in row.leakage.get("flags", []):
+        if flag["turn"] is not None and flag["kind"] == NAMED_TARGET:
+            flagged.setdefault(flag["turn"], []).append(
+                f"names target {flag['item_id']} ({flag['match']}: {flag['evidence']})")
+    return [{**turn, "flag": "; ".join(flagged[turn.get("index", i)])}
+            if turn.get("index", i) in flagged else turn for i, turn in enumerate(row.turns)]
+
+
+def _leakage(simulation: Simulation, visible_hidden: set[str] | None) -> dict | None:
+    """The run page's leakage section: the summary stored when the simulation finished, the
+    sanitised run, and every leaked dialogue (up to LEAKED_SHOWN) with its reasons."""
+    summary = (simulation.report or {}).get("leakage")
+    if summary is None:
+        return None
+    leaked = []
+    for row in (simulation.dialogues.filter(leakage__leaked=True).order_by("position")
+                .only("user_id", "position", "leakage", "turns")[:LEAKED_SHOWN]):
+        show = visible_hidden is None or row.user_id in visible_hidden
+        view = _leak_view(row.leakage, show)
+        turns = [t for t in _flagged_turns(row, show) if t.get("flag")]
+        leaked.append({"user_id": row.user_id, **view, "turns": turns})
+    return {**summary, "kinds": [(KIND_LABELS[k], n) for k, n in summary["by_kind"].items()],
+            "leaked_dialogues": leaked, "sanitised_run_id": simulation.sanitised_run_id,
+            "kept": summary["dialogues"] - summary["leaked"],
+            "fuzzy_threshold": FUZZY_THRESHOLD}

@@ -63,6 +63,13 @@ from evaluation.lib.simulators.driver import (
     simulate_dialogue,
     system_rankings,
 )
+from evaluation.lib.simulators.leakage import (
+    SANITISED,
+    Target,
+    audit_dialogue,
+    audit_summary,
+    behaviour_summary,
+)
 from evaluation.lib.simulators.simulators import (
     CONTEXT,
     DEFAULT_SHOWN_K,
@@ -556,33 +563,13 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
             job_finish(simulation.job_id, error="every dialogue failed",
                        result=_failures(simulation))
             return None
-        pcir = simulation.config.get("pcir", PCIR_EQ3)
-        report = preference_report(
-            [SimulatedUser(d.user_id, tuple(d.target_item_ids), system_rankings(d.turns))
-             for d in ok], turns=simulation.turns, pcir=pcir)
-        is_ievalm = simulation.simulator == ievalm_metric.SIMULATOR
-        ievalm = ievalm_metric.ievalm_summaries([_ievalm_dialogue(d) for d in ok]) \
-            if is_ievalm else {}
         submission = _log_submission(simulation, ok)
-        run = Run.objects.create(
-            submission=submission, evaluator=f"simulation.{simulation.simulator}",
-            evaluator_version=simulation.simulator_version, config=simulation.config,
-            config_hash=simulation.config_hash, job_id=simulation.job_id)
-        _store_scores(run, ok, simulation.turns, pcir=pcir, ievalm=is_ievalm)
-        estimates = {**report.summaries, **ievalm}
-        for spec in evaluator_specs(run.evaluator):  # axis and direction from the specs
-            estimate = estimates[spec.name]
-            MetricSummary.objects.create(
-                run=run, metric=spec.name, axis=spec.axis,
-                direction=spec.direction, value=estimate.value,
-                ci_low=estimate.ci_low, ci_high=estimate.ci_high,
-                n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "",
-                ci_method=estimate.method, ci_version=interval_version(estimate.method))
+        run, report, ievalm = _preference_run(simulation, submission, ok, simulation.config)
         timing = [(d.total_seconds, d.system_seconds, d.llm_seconds,
                    len(system_rankings(d.turns))) for d in ok]
         trace = _trace_run(simulation, ok, submission)
         report_json = report.as_json()
-        if is_ievalm:  # iEvaLM's own numbers first; the coverage curves are the extra
+        if ievalm:  # iEvaLM's own numbers first; the coverage curves are the extra
             report_json["summaries"] = {**ievalm_metric.summaries_json(ievalm),
                                         **report_json["summaries"]}
             report_json["ievalm"] = {"ks": list(ievalm_metric.IEVALM_KS),
@@ -593,12 +580,100 @@ def simulation_finish_if_done(*, simulation_id: int) -> Run | None:
                              "trace_run": trace.pk}
         simulation.submission, simulation.run = submission, run
         simulation.save(update_fields=["report", "submission", "run"])
+        simulation_audit_store(simulation=simulation, dialogues=ok)
         job_finish(simulation.job_id, result={"run": run.pk, "submission": submission.pk,
                                               **_failures(simulation)})
         # the simulator's leaderboard (`simulated-<simulator>`) refreshes its ranks
         results_changed_notify(benchmark_id=simulation.benchmark_id,
                                protocol=simulated_protocol(simulation.simulator))
     return run
+
+
+def _preference_run(simulation: Simulation, submission, dialogues, config: dict,
+                    job: Job | None = None):
+    """(the Run of DIALOGUES' metrics under CONFIG, its PreferenceReport, iEvaLM's own
+    summaries): preference coverage (PEPPER §3.3.1) in CONFIG's PCIR_avg variant and, for an
+    iEvaLM simulation, iEvaLM's final-list recall and persuasiveness ({} otherwise); unit scores
+    per user and summaries with user-clustered CIs, stored under the axes and directions of the
+    run's metric specs. With no dialogue (every one removed as leaked) the summaries are
+    undefined, with the reason, and the report is None."""
+    pcir = config.get("pcir", PCIR_EQ3)
+    is_ievalm = simulation.simulator == ievalm_metric.SIMULATOR
+    report, estimates, ievalm = None, {}, {}
+    if dialogues:
+        report = preference_report(
+            [SimulatedUser(d.user_id, tuple(d.target_item_ids), system_rankings(d.turns))
+             for d in dialogues], turns=simulation.turns, pcir=pcir)
+        if is_ievalm:
+            ievalm = ievalm_metric.ievalm_summaries([_ievalm_dialogue(d) for d in dialogues])
+        estimates = {**report.summaries, **ievalm}
+    run = Run.objects.create(
+        submission=submission, evaluator=f"simulation.{simulation.simulator}",
+        evaluator_version=simulation.simulator_version, config=config,
+        config_hash=simulator_config_hash(config), job_id=job.pk if job else simulation.job_id)
+    _store_scores(run, dialogues, simulation.turns, pcir=pcir, ievalm=is_ievalm)
+    for spec in evaluator_specs(run.evaluator):  # axis and direction from the specs
+        estimate = estimates.get(spec.name)
+        if estimate is None:
+            MetricSummary.objects.create(
+                run=run, metric=spec.name, axis=spec.axis, direction=spec.direction,
+                value=None, n=0, undefined_reason="no dialogue left: every one was removed "
+                                                  "as leaked")
+            continue
+        MetricSummary.objects.create(
+            run=run, metric=spec.name, axis=spec.axis, direction=spec.direction,
+            value=estimate.value, ci_low=estimate.ci_low, ci_high=estimate.ci_high,
+            n=estimate.n.get("clusters", 0), undefined_reason=estimate.undefined_reason or "",
+            ci_method=estimate.method, ci_version=interval_version(estimate.method))
+    return run, report, ievalm
+
+
+def simulation_audit_store(*, simulation: Simulation, dialogues=None) -> Run | None:
+    """Audit every successful dialogue of a finished SIMULATION for leakage
+    (lib/simulators/leakage.py), store each one's flags and the simulation's summary
+    (`report["leakage"]`), and score the leak-free dialogues again as its `sanitised_run`
+    (Zhu et al.'s "-Both" setting), replacing an older one. Called when a simulation
+    finishes, and by `manage.py audit_simulations` for the ones that finished before the audit
+    existed; with them the users' behaviour (`report["behaviour"]`: user-turn length, turns).
+    Returns the sanitised run (None when the simulation has no run)."""
+    if simulation.run_id is None:
+        return None
+    dialogues = dialogues if dialogues is not None else list(
+        simulation.dialogues.filter(status=SimulatedDialogue.Status.OK))
+    inputs = _batch_inputs(simulation.benchmark_id, simulation.benchmark.created_at,
+                           simulation.users, simulation.seed,
+                           bool(simulation.config.get("hidden_users")))
+    config = simulation.config
+    shown_k = config.get("shown_k", DEFAULT_SHOWN_K)
+    success_k = config.get("accept_at") if config.get("target_based") else shown_k
+    audits = []
+    for d in dialogues:
+        user = inputs.users[d.position] if d.position < len(inputs.users) else None
+        seen = [(s.card.id, [text for text, _ in s.reviews]) for s in user.history.seen] \
+            if user is not None else []
+        targets = [Target(i, inputs.cards[i].name if i in inputs.cards else "")
+                   for i in d.target_item_ids]
+        audit = audit_dialogue(turns=d.turns, targets=targets, seen=seen, shown_k=shown_k,
+                               success_k=success_k).as_json()
+        d.leakage = audit
+        audits.append(audit)
+    SimulatedDialogue.objects.bulk_update(dialogues, ["leakage"])
+    kept = [d for d in dialogues if not d.leakage["leaked"]]
+    old = simulation.sanitised_run
+    sanitised, _, _ = _preference_run(simulation, simulation.submission, kept,
+                                   {**config, "dialogues": SANITISED},
+                                   _scored_job(simulation, simulation.submission, len(kept)))
+    report = dict(simulation.report or {})
+    report["leakage"] = {**audit_summary(audits), "sanitised_run": sanitised.pk,
+                         "success_k": success_k, "shown_k": shown_k}
+    report["behaviour"] = behaviour_summary(d.turns for d in dialogues)
+    simulation.report, simulation.sanitised_run = report, sanitised
+    simulation.save(update_fields=["report", "sanitised_run"])
+    if old is not None:
+        old_job = old.job_id
+        old.delete()
+        Job.objects.filter(pk=old_job).delete()
+    return sanitised
 
 
 def _trace_run(simulation: Simulation, dialogues, submission) -> Run:
@@ -617,12 +692,7 @@ def _trace_run(simulation: Simulation, dialogues, submission) -> Run:
         references, item_infos(item_records(benchmark=benchmark)),
         review_infos(review_records(benchmark=benchmark, external_ids=cited)), submitted,
         suite_config_from_options(SIMULATED_SUITE_OPTIONS), None)
-    now = timezone.now()
-    job = Job.objects.create(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED,
-                             created_by=simulation.created_by, total=len(dialogues),
-                             done=len(dialogues), stage="scored when the simulation finished",
-                             params={"submission": submission.pk, "simulation": simulation.pk},
-                             started_at=now, finished_at=now)
+    job = _scored_job(simulation, submission, len(dialogues))
     run = Run.objects.create(submission=submission, evaluator=SUITE_NAME,
                              evaluator_version=SUITE_VERSION, config=config,
                              config_hash=config_hash(config), job=job,
@@ -637,6 +707,17 @@ def _trace_run(simulation: Simulation, dialogues, submission) -> Run:
     summaries_upsert(run, result.specs, collected, result.unavailable,
                      lambda stage, done, total: None)
     return run
+
+
+def _scored_job(simulation: Simulation, submission, dialogues: int) -> Job:
+    """The finished job of a run scored in the same step as the simulation's (a run has a job
+    of its own): its Trace run, its sanitised run."""
+    now = timezone.now()
+    return Job.objects.create(kind=Job.Kind.EVALUATION, status=Job.Status.SUCCEEDED,
+                              created_by=simulation.created_by, total=dialogues,
+                              done=dialogues, stage="scored when the simulation finished",
+                              params={"submission": submission.pk, "simulation": simulation.pk},
+                              started_at=now, finished_at=now)
 
 
 def _overhead_ms(timing) -> float | None:

@@ -16,7 +16,11 @@ from django.urls import reverse
 
 from evaluation.lib import charts
 from evaluation.lib.metrics.suite import NON_ANSWER, SUITE_NAME
-from evaluation.lib.simulators.simulators import simulated_protocol
+from evaluation.lib.simulators.simulators import (
+    SANITISED_SUFFIX,
+    simulated_protocol,
+    simulator_of_protocol,
+)
 from evaluation.lib.stats.methods import OLDER_METHOD
 from evaluation.models import Job, Run, Simulation
 from leaderboard.lib import rank_tables
@@ -34,6 +38,7 @@ from .columns import (
 )
 from .ranks import rank_snapshots
 from .runs import BoardRun, Coverage, coverage_choice, coverage_label, is_design
+from .simulated import SimulatedAudit, board_audit, board_validity
 from .trust import column_trust, trust_record
 
 DEFAULT_SORT = f"{SUITE_NAME}:recall@1"
@@ -65,6 +70,7 @@ class Row:
     answer_turns: int = 0  # evaluated turns behind that count
     unranked: str = ""  # why the row has no rank (too many non-answers), or ""
     system_url: str = ""  # the system's page
+    leak: object = None  # a simulated board's leakage cell (simulated.LeakCell)
 
 
 @dataclass
@@ -87,6 +93,9 @@ class Leaderboard:
     coverages: list[Coverage] = field(default_factory=list)  # every split set with runs
     trust: dict = field(default_factory=dict)  # column key -> Trust (the trust column)
     trust_rule: str = TRUST_RULE
+    sanitised: bool = False  # a simulated board's runs without their leaked dialogues
+    leakage: SimulatedAudit | None = None  # a simulated board's leakage audit of its rows
+    validity: dict = field(default_factory=dict)  # column key -> ValidityTrust (simulated)
 
     @property
     def coverage_label(self) -> str:
@@ -114,16 +123,23 @@ class Leaderboard:
 
 def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = "",
                 family: str = "", baselines: bool = True,
-                all_columns: bool = False, splits: str = "") -> Leaderboard:
+                all_columns: bool = False, splits: str = "", dialogues: str = "") -> Leaderboard:
     """The leaderboard as the viewer may see it, for one coverage: only the runs evaluated on
     exactly the split set SPLITS ("test" by default; "dev+test", …) are shown and ranked, so
     every row's numbers rest on the same dialogues. Columns grouped by axis, one row per
     system, cells with value, 95% CI, link to their run and tie-aware rank.
 
+    A simulated board ranks one design's runs on all their dialogues, or with DIALOGUES
+    "both" (or SPLITS naming a sanitised design) its runs without the leaked dialogues (Zhu et
+    al.'s "-Both"), and carries the leakage audit of every row (`simulated.board_audit`).
+
     Raises UnknownCoverage when SPLITS names a split set no run of the viewer's was evaluated
     on (and is not the default)."""
+    sanitised = dialogues == "both" or (dialogues != "all"
+                                        and splits.strip().endswith(SANITISED_SUFFIX))
     coverage, available, choice = coverage_choice(benchmark=benchmark, protocol=protocol,
-                                                  user=user, splits=splits)
+                                                  user=user, splits=splits,
+                                                  sanitised=sanitised)
     shown = choice.for_user(user)
     summaries, more = board_summaries(shown, all_columns)
     columns, has_more = board_columns(shown, summaries, all_columns)
@@ -150,11 +166,18 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
     order = order if order in ("asc", "desc") else ""
     rows = _sorted(rows, columns, sort, order)
     first = next(iter(snapshots.values()), None)
-    return Leaderboard(benchmark, protocol, columns, _axes(columns), rows, total, sort,
-                       order or _default_order(columns, sort), rank_column, families,
-                       dict(first.bootstrap) if first else {}, evaluators, has_more,
-                       100 * settings.MAX_NON_ANSWER_SHARE, coverage, available,
-                       column_trust(benchmark=benchmark, columns=columns, user=user))
+    board = Leaderboard(benchmark, protocol, columns, _axes(columns), rows, total, sort,
+                        order or _default_order(columns, sort), rank_column, families,
+                        dict(first.bootstrap) if first else {}, evaluators, has_more,
+                        100 * settings.MAX_NON_ANSWER_SHARE, coverage, available,
+                        column_trust(benchmark=benchmark, columns=columns, user=user))
+    if simulator_of_protocol(protocol) is not None:
+        board.sanitised = sanitised
+        board.leakage = board_audit(rows=rows, sanitised=sanitised)
+        board.validity = (board_validity(
+            benchmark=benchmark, rows=rows, columns=columns,
+            simulators_url=reverse("leaderboard:simulators", args=[benchmark.slug])))
+    return board
 
 
 def _rows(shown: list[BoardRun], columns: list[Column], summaries) -> list[Row]:
@@ -326,6 +349,7 @@ def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[
                 "config_hash": run.config_hash, "run": run.run_id,
                 "splits": board.coverage,
                 **({"design": board.coverage_label} if board.design else {}),
+                **(board.leakage.export(row) if board.leakage else {}),
                 "run_url": run_url.format(run.run_id),
                 "axis": column.axis, "metric": column.metric, "direction": column.direction,
                 "value": cell.value, "ci_low": cell.ci_low, "ci_high": cell.ci_high,
@@ -333,6 +357,8 @@ def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[
                 "rule": cell.rule["text"] if cell.rule else "",
                 "rule_dialogues": cell.rule["dialogues"] if cell.rule else None,
                 **trust_record(board.trust.get(column.key), request_base),
+                **(board.validity[column.key].export() if column.key in board.validity
+                   else {}),
             })
     return records
 

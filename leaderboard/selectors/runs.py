@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+
 from evaluation.lib.simulators.simulators import (
     DESIGN_PREFIX,
+    design_variant,
     simulation_design,
     simulator_of_protocol,
 )
@@ -123,15 +126,22 @@ _RUN_FIELDS = ("pk", "evaluator", "evaluator_version", "config_hash", "submissio
                "submission__system__owner_id", "config__suite__t2r_no_hit", "config__splits")
 
 
-def board_runs(*, benchmark, protocol: str, system=None,
-               coverage: str | None = None) -> list[BoardRun]:
+def board_runs(*, benchmark, protocol: str, system=None, coverage: str | None = None,
+               sanitised: bool | None = False) -> list[BoardRun]:
     """Succeeded runs of the benchmark and protocol, newest first (one query); only those
-    evaluated on exactly the splits COVERAGE when it is given."""
+    evaluated on exactly the splits COVERAGE when it is given. On a simulated board, the
+    simulations' runs on all their dialogues, or (SANITISED) their runs without the leaked
+    dialogues (`Simulation.sanitised_run`), or (None) both."""
     runs = Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
     simulator = simulator_of_protocol(protocol)
     fields = _RUN_FIELDS
     if simulator is not None:
-        runs = runs.filter(evaluator=f"simulation.{simulator}", simulation__simulator=simulator)
+        mine = {"all": Q(simulation__simulator=simulator),
+                "sanitised": Q(sanitised_simulation__simulator=simulator)}
+        runs = runs.filter(Q(evaluator=f"simulation.{simulator}"),
+                           mine["sanitised"] if sanitised else
+                           mine["all"] if sanitised is not None else
+                           mine["all"] | mine["sanitised"])
         fields = (*_RUN_FIELDS, "config")  # a simulation run's design
     else:
         runs = runs.filter(submission__protocol=protocol).exclude(
@@ -192,15 +202,21 @@ class UnknownCoverage(ValueError):
 
 
 def coverage_choice(*, benchmark, protocol: str, user, splits: str = "",
-                    system=None) -> tuple[str, list[Coverage], RunChoice]:
+                    system=None, sanitised: bool = False) -> tuple[str, list[Coverage], RunChoice]:
     """The split set SPLITS names ('' = the default: `test`, else the one with most systems),
     every split set the viewer has runs of, and the runs evaluated on exactly the chosen one
     (of SYSTEM only when given). The leaderboard, the system page and the compare page choose
     this way, so none of them puts numbers of different coverages side by side.
 
+    On a simulated board SANITISED chooses the designs' runs without their leaked dialogues
+    (SPLITS names the design either way).
+
     Raises UnknownCoverage when SPLITS names a split set no run of the viewer's was evaluated
     on."""
-    by_coverage = _runs_by_coverage(benchmark=benchmark, protocol=protocol, system=system)
+    by_coverage = _runs_by_coverage(benchmark=benchmark, protocol=protocol, system=system,
+                                    sanitised=sanitised)
+    if is_design(splits.strip()):
+        splits = design_variant(splits.strip(), sanitised)
     # a system may have runs of several coverages: it counts in each one's ranking
     available = coverages([run for group in by_coverage.values()
                            for run in RunChoice.of(group).for_user(user)])
@@ -223,9 +239,11 @@ def chosen_coverage(available: list[Coverage], splits: str) -> str:
     return coverage
 
 
-def _runs_by_coverage(*, benchmark, protocol: str, system=None) -> dict[str, list[BoardRun]]:
+def _runs_by_coverage(*, benchmark, protocol: str, system=None,
+                      sanitised: bool = False) -> dict[str, list[BoardRun]]:
     by_coverage: dict[str, list[BoardRun]] = {}
-    for run in board_runs(benchmark=benchmark, protocol=protocol, system=system):
+    for run in board_runs(benchmark=benchmark, protocol=protocol, system=system,
+                          sanitised=sanitised):
         by_coverage.setdefault(run.coverage, []).append(run)
     return by_coverage
 

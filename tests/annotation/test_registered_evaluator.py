@@ -2,8 +2,8 @@
 in this module only, registered for these tests and unregistered after them, is a choice of
 `manage.py evaluate`, is offered by a submission's "run an LLM evaluator" page (and the staff's
 automatic runs), is estimated there, runs against the scripted OpenAI-compatible server, has
-its run page, and is ranked on a study's metric leaderboard, with no other file touched (transactional: the gateway's
-threads write the cache on their own connections)."""
+its run page, and is ranked on a study's metric leaderboard, with no other file touched
+(transactional: the gateway's threads write the cache on their own connections)."""
 
 import dataclasses
 import io

@@ -141,9 +141,12 @@ def test_simulate_command_json_and_export(sim_benchmark, tmp_path):
     lines = [json.loads(line) for line in
              (tmp_path / "out" / "dialogues.jsonl").read_text().splitlines()]
     assert len(lines) == 3 and all(set(line) == {"user_id", "target_item_ids", "turns",
-                                                 "preferences", "reflections"}
+                                                 "preferences", "reflections", "leakage"}
                                    for line in lines)
     assert all(set(line["preferences"]) == {"likes", "dislikes"} for line in lines)
+    assert all(line["leakage"]["leaked"] is False for line in lines)  # the template never leaks
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["leakage"]["dialogues"] == 3 and report["behaviour"]["user_turns"] > 0
     system_turns = [t for t in lines[0]["turns"] if t["role"] == "system"]
     assert len(system_turns) == 4 and all("ranked_item_ids" in t for t in system_turns)
     with pytest.raises(CommandError, match="not a finished simulation"):

@@ -59,6 +59,7 @@ def test_checks_are_reproducible():
     # alpha: 20 studies of 10 units; arena: 10 arenas of 100 votes, 9 intervals each.
     (["alpha_interval", "alpha_nominal", "alpha_categories"], 20, "agreement.alpha_with_ci"),
     (["arena_bt", "arena_elo"], 10, "arena.arena_table"),
+    (["validity_tau", "validity_spearman"], 10, "simulator_validity"),
 ])
 def test_checks_run_through_the_page_code_path_and_can_run_alone(capsys, keys, reps, code_path):
     call_command("bench_calibration", "--reps", str(reps), "--dialogues", "10", "--only", *keys,

@@ -45,6 +45,7 @@ from evaluation.lib.llm.core_recall_persuasiveness import parse_persuasiveness
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import Parsed, ask_until_parsed, extract_json_object
 from evaluation.lib.metrics.ievalm import ACCEPT_AT, accepts
+from evaluation.lib.simulators.leakage import SANITISED, SANITISED_LABEL
 from evaluation.lib.simulators.users import HistoryView, ItemCard, TargetView
 
 GOOD_STARS = 3.5
@@ -476,7 +477,11 @@ def simulator_config_hash(config: dict) -> str:
 # same users) and user pool (with or without the released hidden split). Everything in a
 # simulation's configuration but the system and the benchmark it ran on.
 DESIGN_PREFIX = "design-"
-_NOT_DESIGN = ("system", "benchmark")
+_NOT_DESIGN = ("system", "benchmark", "dialogues")
+# The sanitised protocol's runs (Zhu et al.'s "-Both": leaked dialogues removed) keep their
+# design's key with this suffix: the same users, another set of dialogues (lib/simulators/
+# leakage.py), ranked on their own.
+SANITISED_SUFFIX = "-both"
 
 
 @dataclass(frozen=True)
@@ -500,4 +505,14 @@ def simulation_design(config: dict) -> Design:
         parts.append(f"PCIR_avg {design['pcir']}")
     if design.get("hidden_users"):
         parts.append("hidden split included")
-    return Design(DESIGN_PREFIX + simulator_config_hash(design)[:12], " · ".join(parts))
+    key = DESIGN_PREFIX + simulator_config_hash(design)[:12]
+    if config.get("dialogues") == SANITISED:
+        key += SANITISED_SUFFIX
+        parts.append(SANITISED_LABEL)
+    return Design(key, " · ".join(parts))
+
+
+def design_variant(key: str, sanitised: bool) -> str:
+    """The key of design KEY's runs on all dialogues or (SANITISED) on the leak-free ones."""
+    base = key[:-len(SANITISED_SUFFIX)] if key.endswith(SANITISED_SUFFIX) else key
+    return base + SANITISED_SUFFIX if sanitised else base

@@ -1,8 +1,9 @@
 """`manage.py export_simulation RUN DIR`: a simulation run's dialogues as `DIR/dialogues.jsonl`
 (one line per simulated user: its `target_item_ids`, its `turns` in the bundle's turn format,
 each system turn with the `ranked_item_ids` it showed, the general `preferences` its simulator
-prepared before the dialogue, the per-turn `reflections`, and iEvaLM's `persuasiveness`) and
-`DIR/report.json` (the metrics)."""
+prepared before the dialogue, the per-turn `reflections`, iEvaLM's `persuasiveness`, and its
+`leakage` audit's flags) and `DIR/report.json` (the metrics, the leakage summary and the users'
+behaviour)."""
 
 import json
 from pathlib import Path
@@ -26,7 +27,7 @@ class Command(BaseCommand):
         folder = Path(dir)
         folder.mkdir(parents=True, exist_ok=True)
         lines = [json.dumps({"user_id": d.user_id, "target_item_ids": d.target_item_ids,
-                             "turns": d.turns,
+                             "turns": d.turns, "leakage": d.leakage,
                              "preferences": (d.hidden or {}).get("preferences", {}),
                              "reflections": (d.hidden or {}).get("reflections", []),
                              **({"persuasiveness": d.hidden["persuasiveness"]}
