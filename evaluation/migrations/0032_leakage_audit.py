@@ -5,7 +5,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("evaluation", "0026_arena_screening"),
+        ("evaluation", "0031_faithful_simulators"),
     ]
 
     operations = [
