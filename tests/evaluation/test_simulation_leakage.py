@@ -138,18 +138,19 @@ def test_a_first_turn_success_alone_is_not_a_leak_and_the_summary_counts():
 
 # --- end to end: a simulator that leaks on purpose ----------------------------------------------
 
-LEAKY_NAMES = {"seafood": "the Harbour Grill"}  # r1's attributes -> its name, misspelt
+LEAKY_NAMES = {"Harbor Grill": "the Harbour Grill"}  # r1's name -> the name it says, misspelt
 
 
 def leaky_user(request):
-    """An iEvaLM-style user that breaks its instructions: when its target is the seafood place
-    (d1, d3) it names it in its opening; d2 (a hotel) never does."""
+    """An iEvaLM user that breaks its instructions: told its targets (chat.py), when one is the
+    Harbor Grill (d1, d3) it names it, misspelt, in its first message after the dataset's
+    context; d2's user (a hotel) never does."""
     persona = request.messages[0]["content"]
+    if "<rating>" in request.prompt_text:  # the persuasiveness rating at the end
+        return "It found what I named. <rating>1</rating>"
     name = next((n for key, n in LEAKY_NAMES.items() if key in persona), None)
-    if "Open the conversation" in request.prompt_text:
-        text = f"I want to eat at {name}." if name else "I need a quiet hotel."
-        return json.dumps({"utterance": text})
-    return json.dumps({"utterance": "Not that one, something else."})
+    text = f"I want to eat at {name}." if name else "Not that one, something else."
+    return json.dumps({"utterance": text})
 
 
 def crs(body):
@@ -174,13 +175,14 @@ def test_a_leaking_simulator_is_flagged_shown_and_sanitised(
     by_source = {d.source_dialogue_id: d for d in simulation.dialogues.all()}
     for source in ("d1", "d3"):
         audit = by_source[source].leakage
-        assert audit["leaked"] and audit["first_turn_success"]
+        # the dataset's opening (a context turn) found nothing; the user then named r1
+        assert audit["leaked"] and not audit["first_turn_success"]
         named = [f for f in audit["flags"] if f["kind"] == NAMED_TARGET]
-        assert [(f["item_id"], f["turn"], f["match"]) for f in named] == [("r1", 0, "fuzzy")]
+        assert [(f["item_id"], f["turn"], f["match"]) for f in named] == [("r1", 2, "fuzzy")]
         assert named[0]["evidence"] == "harbour grill"
     assert not by_source["d2"].leakage["leaked"]
     summary = simulation.report["leakage"]
-    assert (summary["dialogues"], summary["leaked"], summary["first_turn_success"]) == (3, 2, 2)
+    assert (summary["dialogues"], summary["leaked"], summary["first_turn_success"]) == (3, 2, 0)
     assert summary["share"] == pytest.approx(2 / 3)
 
     # The sanitised (-Both) run: the same metrics on d2 alone (it never found h1: all 0).
@@ -200,7 +202,8 @@ def test_a_leaking_simulator_is_flagged_shown_and_sanitised(
     assert not board.sanitised and board.leakage.offered
     assert (board.leakage.leaked, board.leakage.dialogues) == (2, 3)
     assert board.rows[0].leak.text == "2/3"
-    column = board.columns.index(board.column("simulation.ievalm:pc@10"))
+    # iEvaLM's Recall@10 (the board's headline): pairs (d1,r1)=1 (d1,r2)=0 (d2,h1)=0 (d3,r1)=1
+    column = board.columns.index(board.column("simulation.ievalm:ievalm_recall@10"))
     assert board.rows[0].cells[column].value == pytest.approx(0.5)
     clean_board = leaderboard(benchmark=sim_benchmark, protocol="simulated-ievalm",
                               user=researcher, dialogues="both")
