@@ -14,9 +14,9 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from evaluation.lib import scenarios
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, System
 from evaluation.rows import battle_turns
-from evaluation.selectors.benchmarks import scenario_rows
 
 SIDES = (BattleTurn.Side.A, BattleTurn.Side.B)
 SIDE_LABELS = {BattleTurn.Side.A: "System A", BattleTurn.Side.B: "System B"}
@@ -160,8 +160,7 @@ def battle_view(*, battle: Battle, fresh: bool = False,
                       pending=waiting, can_say=is_open and not waiting,
                       can_retry=is_open and not waiting and failed_last,
                       can_vote=is_open and not waiting and finished > 0, reveal=reveal,
-                      scenario=scenario_rows(
-                          {k: v for k, v in battle.scenario.items() if k != "dialogue_id"}))
+                      scenario=scenarios.player_rows(battle.scenario or {}))
 
 
 def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, BattleView | None]:
