@@ -191,3 +191,21 @@ def test_the_scenario_reads_as_words_not_python(arena, client):
     # never the reference dialogue's rejected item, nor a raw record
     assert "tus-r-016" not in panel and "kind:" not in panel and "turn" not in panel
     assert "{" not in panel and "True" not in panel and "dialogue id" not in panel
+
+
+def test_an_answers_citations_link_the_reviews_they_quote(arena, client):
+    battle = _start(client)
+    client.post(f"/arena/battles/{battle.uuid}/say/", {"message": "quiet seafood?"},
+                HTTP_HX_REQUEST="true")
+    BattleTurn.objects.filter(battle=battle, side="a").update(
+        state="ok", text='Try Harbor Grill: "the room was quiet" [R1]. Also "made up" [R2].',
+        citations=[{"label": "R1", "review_id": "v1", "quote": "the room was quiet"},
+                   {"label": "R2", "review_id": "nope", "quote": "made up"}])
+    page = client.get(f"/arena/battles/{battle.uuid}/").content.decode()
+    reply = page.split('id="reply-0-a"')[1].split("</div>\n")[1]
+    assert ('<mark class="quote"><a href="/benchmarks/tiny/items/r1/#review-v1" target="_blank"'
+            in page)
+    assert ('<span class="label">[R1]</span> → <a href="/benchmarks/tiny/items/r1/#review-v1" '
+            'target="_blank" rel="noopener">review v1</a> of Harbor Grill' in page)
+    assert "review nope (not a review of this benchmark)" in page
+    assert "[R1]" in reply
