@@ -32,6 +32,8 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
     for row in simulation.dialogues.order_by("position")[:DIALOGUES_SHOWN]:
         show = visible_hidden is None or row.user_id in visible_hidden
         dialogues.append({"user_id": row.user_id, "status": row.status, "turns": row.turns,
+                          # the form's "turns": exchanges (a user message and the answer)
+                          "exchanges": sum(1 for t in row.turns if t.get("role") == "system"),
                           "error_kind": row.error_kind, "error": row.error,
                           "hidden": row.hidden if show else None,
                           "targets": row.target_item_ids if show else None,
@@ -49,3 +51,20 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
             "failures_by_kind": report.get("failures_by_kind", {}),
             "overhead_ms": report.get("overhead_ms_per_turn"), "dialogues": dialogues,
             "dialogue_count": simulation.dialogues.count()}
+
+
+HEADLINE = "pc@10"
+
+
+def simulation_job_summary(*, job) -> dict | None:
+    """What a simulation job's page says above its progress: the simulation (system,
+    benchmark, simulator, users × turns) and, once it succeeded, its headline number
+    (preference coverage PC@10 at the last turn, with its interval); None for other jobs."""
+    simulation = (Simulation.objects.filter(job=job).select_related("system", "benchmark")
+                  .first())
+    if simulation is None:
+        return None
+    headline = (MetricSummary.objects.filter(run_id=simulation.run_id, metric=HEADLINE)
+                .values("metric", "value", "ci_low", "ci_high", "n").first()
+                if simulation.run_id else None)
+    return {"simulation": simulation, "headline": headline}
