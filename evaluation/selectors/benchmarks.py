@@ -133,10 +133,11 @@ def benchmark_summary(*, benchmark: Benchmark, include_hidden: bool) -> dict:
         dialogues.exclude(difficulty=None).values_list("difficulty").annotate(n=Count("id"))
     ))
     items = benchmark.items.all()
-    types = dict(items.values_list("type").annotate(n=Count("id")).order_by("-n", "type"))
-    cities = dict(
-        items.exclude(city=None).values_list("city").annotate(n=Count("id")).order_by("-n", "city")
-    )
+    # blank types and cities are not recorded ones: a data set without places shows no chart
+    types = dict(items.exclude(type="").values_list("type").annotate(n=Count("id"))
+                 .order_by("-n", "type"))
+    cities = dict(items.exclude(city=None).exclude(city="").values_list("city")
+                  .annotate(n=Count("id")).order_by("-n", "city"))
     turns = Turn.objects.filter(dialogue__benchmark=benchmark)
     return {
         "items": items.count(),
