@@ -21,7 +21,7 @@ def endpoint_field(help_text: str) -> forms.URLField:
     return forms.URLField(
         label="Live endpoint URL", required=False, assume_scheme="http", help_text=help_text,
         widget=forms.TextInput(attrs={"inputmode": "url",
-                                      "placeholder": "localhost:9000/concord-live"}))
+                                      "placeholder": "localhost:8080/concord-live"}))
 
 
 def credential_field() -> forms.ChoiceField:
