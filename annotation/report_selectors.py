@@ -152,7 +152,10 @@ def _latest_runs(benchmark, *, include_private: bool, evaluators=None) -> list[R
         runs = runs.filter(evaluator__in=list(evaluators))
     latest: dict[tuple, Run] = {}
     for run in runs:
-        latest.setdefault((run.submission.system_id, run.evaluator), run)
+        # A Trace run of a system's simulated dialogues scores other units than its run on
+        # the benchmark's turns: the newer one must not hide the other.
+        latest.setdefault((run.submission.system_id, run.evaluator,
+                           bool(run.config.get("simulation"))), run)
     return list(latest.values())
 
 

@@ -83,14 +83,15 @@ def llm_model_options(opts: dict, model: str | None = None) -> dict:
     """A run-configuration model entry from the command's LLM options (MODEL overrides)."""
     # Imported here: the LLM layer loads litellm, which takes seconds to import.
     from evaluation.lib.llm.gateway import LLMConfigurationError
-    from evaluation.services.llm_models import model_options
+    from evaluation.services.llm_models import NO_MODEL, model_options
 
     try:
         return model_options(profile=opts.get("profile"), model=model or opts.get("model"),
                              temperature=opts.get("temperature"),
                              max_tokens=opts.get("max_tokens"))
     except LLMConfigurationError as exc:
-        raise CommandError(str(exc)) from exc
+        hint = " (or pass --model)" if str(exc) == NO_MODEL else ""
+        raise CommandError(f"{exc}{hint}") from exc
 
 
 def add_budget_argument(parser) -> None:

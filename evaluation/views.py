@@ -13,7 +13,7 @@ from evaluation.selectors import benchmarks as selectors
 from evaluation.selectors.arena import arena_of_benchmark
 from evaluation.selectors.downloads import benchmark_public_download as public_download
 from evaluation.selectors.downloads import benchmark_sample_download
-from evaluation.selectors.simulations import simulation_report
+from evaluation.selectors.simulations import simulation_job_summary, simulation_report
 from evaluation.services import runs as run_services
 from evaluation.services.jobs import job_retry
 from evaluation.services.simulations import simulation_cancel
@@ -125,8 +125,10 @@ def item_detail(request, slug, item_id):
 def job_detail(request, job_id):
     """A job's progress; HTMX polls the `_job_progress.html` fragment until it finishes."""
     job = get_job_for_user(request.user, job_id)
-    template = "evaluation/_job_progress.html" if request.htmx else "evaluation/job_detail.html"
-    return render(request, template, {"job": job})
+    if request.htmx:
+        return render(request, "evaluation/_job_progress.html", {"job": job})
+    sim = simulation_job_summary(job=job) if job.kind == "simulation" else None
+    return render(request, "evaluation/job_detail.html", {"job": job, "sim": sim})
 
 
 def run_detail(request, run_id):

@@ -17,6 +17,29 @@ class SignupForm(UserCreationForm):
         fields = ("username", "email")
 
 
+def endpoint_field(help_text: str) -> forms.URLField:
+    """A live system's concord-live/1 endpoint: a text box for the same reason as SystemForm's
+    links (the registration form and the Simulate users form)."""
+    return forms.URLField(
+        label="Live endpoint URL", required=False, assume_scheme="http", help_text=help_text,
+        widget=forms.TextInput(attrs={"inputmode": "url",
+                                      "placeholder": "localhost:8080/concord-live"}))
+
+
+def credential_field() -> forms.ChoiceField:
+    return forms.ChoiceField(
+        label="API key", required=False,
+        help_text="one of the keys the operator offers (CONCORD_CREDENTIALS), sent to your "
+                  "endpoint as a Bearer token; none: no key is sent")
+
+
+def offer_credentials(form: forms.Form, credentials) -> None:
+    form.fields["credential"].choices = [("", "none")] + [(n, n) for n in credentials]
+    form.fields["credential"].error_messages["invalid_choice"] = (
+        "%(value)s is not a credential the operator offers you (CONCORD_CREDENTIALS): "
+        f"choose one of {', '.join(credentials) or 'none offered'}, or none")
+
+
 class SystemForm(forms.ModelForm):
     # A text box, not <input type="url">: the browser would refuse "arxiv.org/abs/…" without a
     # scheme, which the server accepts (assume_scheme) — the two must agree.
@@ -34,6 +57,26 @@ class SystemForm(forms.ModelForm):
             "description": forms.Textarea(attrs={"rows": 4}),
             "family": forms.TextInput(attrs={"list": "families"}),
         }
+
+
+class SystemRegistrationForm(SystemForm):
+    """A new system's public details, and optionally the live endpoint Concord calls for user
+    simulation and the arena (set later on the Simulate users form otherwise)."""
+
+    endpoint = endpoint_field("optional: your system's concord-live/1 endpoint (docs/formats.md "
+                              "§4), for user simulation and the arena; you can add it later")
+    credential = credential_field()
+
+    def __init__(self, *args, credentials=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        offer_credentials(self, credentials)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("credential") and not data.get("endpoint"):
+            self.add_error("credential", "An API key is sent to an endpoint: give the endpoint "
+                                         "too, or choose none.")
+        return data
 
 
 class SubmissionForm(forms.Form):
@@ -73,16 +116,9 @@ class SubmissionForm(forms.Form):
 class SimulationForm(forms.Form):
     """Run a user simulator against the researcher's own live system (docs/simulation.md)."""
 
-    endpoint = forms.URLField(  # a text box for the same reason as SystemForm's links
-        label="Live endpoint URL", required=False, assume_scheme="http",
-        widget=forms.TextInput(attrs={"inputmode": "url",
-                                      "placeholder": "localhost:9000/concord-live"}),
-        help_text="your system's concord-live/1 endpoint (docs/formats.md §4); leave empty to "
-                  "keep the registered one")
-    credential = forms.ChoiceField(
-        label="API key", required=False,
-        help_text="one of the keys the operator offers (CONCORD_CREDENTIALS), sent to your "
-                  "endpoint as a Bearer token; none: no key is sent")
+    endpoint = endpoint_field("your system's concord-live/1 endpoint (docs/formats.md §4); "
+                              "leave empty to keep the registered one")
+    credential = credential_field()
     timeout_seconds = forms.FloatField(label="Timeout (s)", initial=30, min_value=0.1,
                                        max_value=600)
     benchmark = forms.ChoiceField()
@@ -106,10 +142,7 @@ class SimulationForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.benchmarks = {b.slug: b for b in benchmarks}
         self.fields["benchmark"].choices = [(b.slug, b.name) for b in benchmarks]
-        self.fields["credential"].choices = [("", "none")] + [(n, n) for n in credentials]
-        self.fields["credential"].error_messages["invalid_choice"] = (
-            "%(value)s is not a credential the operator offers you (CONCORD_CREDENTIALS): "
-            f"choose one of {', '.join(credentials) or 'none offered'}, or none")
+        offer_credentials(self, credentials)
 
     def clean_benchmark(self):
         return self.benchmarks[self.cleaned_data["benchmark"]]

@@ -39,7 +39,7 @@ from evaluation.models import LLMSpend, Split
 from evaluation.selectors.arena import arena_of_benchmark
 from evaluation.selectors.benchmarks import metrics_by_axis, run_results
 from evaluation.services.credentials import credential_names, credential_problem
-from evaluation.services.live import system_set_live
+from evaluation.services.live import live_system_create, system_set_live
 from evaluation.services.simulations import (
     SimulationQuotaExceeded,
     simulation_allowance,
@@ -69,7 +69,14 @@ from .access import (
     systems_for_user,
 )
 from .apidocs import api_endpoints
-from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemForm
+from .forms import (
+    FAMILIES,
+    SignupForm,
+    SimulationForm,
+    SubmissionForm,
+    SystemForm,
+    SystemRegistrationForm,
+)
 from .selectors import arenas as arena_selectors
 from .selectors.arena_agreement import arena_agreement
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
@@ -285,13 +292,26 @@ def system_list(request):
 @login_required
 def system_create_view(request):
     require_researcher(request.user)
-    form = SystemForm(request.POST or None)
+    form = SystemRegistrationForm(request.POST or None,
+                                  credentials=credential_names(user=request.user))
     if request.method == "POST" and form.is_valid():
-        system = system_create(owner=request.user, **form.cleaned_data)
-        messages.success(request, f"System “{system.name}” registered. Upload a submission.")
-        return redirect("leaderboard:submission_create", system.slug)
+        details = dict(form.cleaned_data)
+        endpoint, credential = details.pop("endpoint"), details.pop("credential")
+        try:
+            system = (live_system_create(owner=request.user, endpoint=endpoint,
+                                         credential=credential, name=details.pop("name"),
+                                         description=details.pop("description"),
+                                         details=details)
+                      if endpoint else system_create(owner=request.user, **details))
+        except ValidationError as exc:
+            form.add_error("endpoint", "; ".join(exc.messages))
+        else:
+            messages.success(request, f"System “{system.name}” registered. Upload a submission"
+                             + (" or simulate users against its endpoint." if endpoint else "."))
+            return redirect("leaderboard:submission_create", system.slug)
     return render(request, "leaderboard/system_form.html",
-                  {"form": form, "families": FAMILIES, "system": None})
+                  {"form": form, "families": FAMILIES, "system": None},
+                  status=400 if form.errors else 200)
 
 
 @login_required

@@ -585,13 +585,19 @@ class RecommendForm(TaskForm):
         if not isinstance(candidates, list):
             errors.append("The captured quotes could not be read.")
             candidates = []
-        quotes = []
+        quotes, seen = [], set()
         for quote in candidates[:20]:
             clean = _clean_quote(quote, layout)
             if clean is None:
                 errors.append("A captured quote does not match its review; add it again.")
-            else:
-                quotes.append(clean)
+                continue
+            key = (clean["review_id"], clean["start"], clean["end"])
+            if key in seen:
+                errors.append(f"The passage \u201c{clean['text'][:60]}\u201d is quoted twice; "
+                              "remove one.")
+                continue
+            seen.add(key)
+            quotes.append(clean)
         return quotes
 
     def missing(self, values, layout):

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.models import Arena, Battle, BattleTurn, Benchmark, System
+from evaluation.lib import scenarios
+from evaluation.lib.highlight import Segment, quote_segments
+from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Review, System
 from evaluation.rows import battle_turns
-from evaluation.selectors.benchmarks import scenario_rows
 
 SIDES = (BattleTurn.Side.A, BattleTurn.Side.B)
 SIDE_LABELS = {BattleTurn.Side.A: "System A", BattleTurn.Side.B: "System B"}
@@ -89,6 +91,10 @@ class Reply:
     text: str = ""
     error_kind: str = ""
     latency_ms: int | None = None
+    # the answer's text with its quotes marked, and its [Rn] labels, each linked to the review
+    # it cites on the benchmark's item page (as the dialogue viewer links them)
+    segments: list[Segment] = field(default_factory=list)
+    citations: list[dict] = field(default_factory=list)
 
     @property
     def failure(self) -> str:
@@ -121,9 +127,35 @@ def reply_of(turn: BattleTurn, battle: Battle, now=None) -> Reply:
     if turn_is_stale(turn, _system(battle, turn.side), now):
         state = "interrupted"
     revealed = battle.status == Battle.Status.VOTED
+    text = turn.text if turn.state == BattleTurn.State.OK else ""
+    citations = _citations(turn, battle) if text else []
     return Reply(index=turn.index, side=turn.side, label=SIDE_LABELS[turn.side], state=state,
-                 text=turn.text if turn.state == BattleTurn.State.OK else "",
-                 error_kind=turn.error_kind, latency_ms=turn.latency_ms if revealed else None)
+                 text=text, error_kind=turn.error_kind,
+                 latency_ms=turn.latency_ms if revealed else None,
+                 segments=quote_segments(text, [(c["quote"], c) for c in citations
+                                                if c["quote"] and c["href"]]),
+                 citations=citations)
+
+
+def _citations(turn: BattleTurn, battle: Battle) -> list[dict]:
+    """The answer's citations {label, quote, review_id, item, href}: href links the review on
+    its item's page when the arena's benchmark has it (one query), else is empty."""
+    cited = [c for c in turn.citations or [] if isinstance(c, dict) and c.get("label")]
+    benchmark = battle.arena.benchmark if cited else None
+    if benchmark is None:
+        return []
+    reviews = {r.external_id: r for r in Review.objects.filter(
+        benchmark=benchmark, external_id__in=[str(c.get("review_id")) for c in cited])
+        .select_related("item")}
+    out = []
+    for c in cited:
+        review = reviews.get(str(c.get("review_id")))
+        href = (reverse("item_detail", args=[benchmark.slug, review.item.external_id])
+                + f"#review-{review.external_id}") if review else ""
+        out.append({"label": str(c["label"]), "quote": str(c.get("quote") or ""),
+                    "review_id": str(c.get("review_id") or ""), "href": href,
+                    "item": review.item.name if review else ""})
+    return out
 
 
 def battle_view(*, battle: Battle, fresh: bool = False,
@@ -160,8 +192,7 @@ def battle_view(*, battle: Battle, fresh: bool = False,
                       pending=waiting, can_say=is_open and not waiting,
                       can_retry=is_open and not waiting and failed_last,
                       can_vote=is_open and not waiting and finished > 0, reveal=reveal,
-                      scenario=scenario_rows(
-                          {k: v for k, v in battle.scenario.items() if k != "dialogue_id"}))
+                      scenario=scenarios.player_rows(battle.scenario or {}))
 
 
 def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, BattleView | None]:

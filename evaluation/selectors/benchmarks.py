@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from django.db.models import Count
 
+from evaluation.lib import scenarios
 from evaluation.lib.columns import axis_place
 from evaluation.lib.formats.bundle import Bundle
 from evaluation.lib.formats.public_bundle import HIDDEN, bundle_zip, public_bundle
@@ -133,10 +134,11 @@ def benchmark_summary(*, benchmark: Benchmark, include_hidden: bool) -> dict:
         dialogues.exclude(difficulty=None).values_list("difficulty").annotate(n=Count("id"))
     ))
     items = benchmark.items.all()
-    types = dict(items.values_list("type").annotate(n=Count("id")).order_by("-n", "type"))
-    cities = dict(
-        items.exclude(city=None).values_list("city").annotate(n=Count("id")).order_by("-n", "city")
-    )
+    # blank types and cities are not recorded ones: a data set without places shows no chart
+    types = dict(items.exclude(type="").values_list("type").annotate(n=Count("id"))
+                 .order_by("-n", "type"))
+    cities = dict(items.exclude(city=None).exclude(city="").values_list("city")
+                  .annotate(n=Count("id")).order_by("-n", "city"))
     turns = Turn.objects.filter(dialogue__benchmark=benchmark)
     return {
         "items": items.count(),
@@ -195,7 +197,7 @@ def dialogue_detail(*, dialogue: Dialogue) -> dict:
     for link in pool_links.order_by("position"):
         pool[link.role].append(link.item)
     return {
-        "scenario_rows": scenario_rows(dialogue.scenario),
+        "scenario_rows": scenarios.rows(dialogue.scenario or {}),
         "turns": [_turn_view(t, by_turn_items[t.pk], by_turn_citations[t.pk]) for t in turns],
         "candidates": pool["candidate"],
         "targets": pool["target"],
@@ -204,24 +206,10 @@ def dialogue_detail(*, dialogue: Dialogue) -> dict:
 
 
 def scenario_rows(scenario: dict) -> list[tuple[str, str]]:
-    """Flatten a free-form dict (a dialogue's scenario, an item's attributes) into readable
-    (key, text) rows: words instead of snake_case keys, yes/no instead of Python's True/False;
-    list entries that are objects go on lines of their own."""
-
-    def text(value) -> str:
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        if value is None:
-            return "—"
-        if isinstance(value, dict):
-            return ", ".join(f"{k.replace('_', ' ')}: {text(v)}" for k, v in value.items()
-                             if v not in (None, "", [], {}))
-        if isinstance(value, list):
-            joiner = "\n" if any(isinstance(v, dict) for v in value) else ", "
-            return joiner.join(text(v) for v in value)
-        return str(value)
-
-    return [(key.replace("_", " "), text(value)) for key, value in scenario.items()]
+    """Flatten a free-form dict (an item's attributes) into readable (key, text) rows: words
+    instead of snake_case keys, yes/no instead of Python's True/False; list entries that are
+    objects go on lines of their own."""
+    return [(scenarios.words(key), scenarios.text(value)) for key, value in scenario.items()]
 
 
 def _turn_view(turn: Turn, items: dict, citations: list[Citation]) -> dict:

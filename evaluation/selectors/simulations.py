@@ -36,6 +36,8 @@ def simulation_report(*, simulation: Simulation, visible_hidden: set[str] | None
         show = visible_hidden is None or row.user_id in visible_hidden
         dialogues.append({"user_id": row.user_id, "status": row.status,
                           "turns": _flagged_turns(row, show),
+                          # the form's "turns": exchanges (a user message and the answer)
+                          "exchanges": sum(1 for t in row.turns if t.get("role") == "system"),
                           "error_kind": row.error_kind, "error": row.error,
                           "hidden": row.hidden if show else None,
                           "targets": row.target_item_ids if show else None,
@@ -119,3 +121,24 @@ def _leakage(simulation: Simulation, visible_hidden: set[str] | None) -> dict | 
             "leaked_dialogues": leaked, "sanitised_run_id": simulation.sanitised_run_id,
             "kept": summary["dialogues"] - summary["leaked"],
             "fuzzy_threshold": FUZZY_THRESHOLD}
+
+
+# the job page's headline: PEPPER-style coverage PC@10, or iEvaLM's own Recall@10
+HEADLINE = "pc@10"
+IEVALM_HEADLINE = f"{ievalm_metric.RECALL}@10"
+
+
+def simulation_job_summary(*, job) -> dict | None:
+    """What a simulation job's page says above its progress: the simulation (system,
+    benchmark, simulator, users × turns) and, once it succeeded, its headline number
+    (preference coverage PC@10 at the last turn, or iEvaLM's Recall@10 of the final list,
+    with its interval); None for other jobs."""
+    simulation = (Simulation.objects.filter(job=job).select_related("system", "benchmark")
+                  .first())
+    if simulation is None:
+        return None
+    metric = IEVALM_HEADLINE if simulation.simulator == ievalm_metric.SIMULATOR else HEADLINE
+    headline = (MetricSummary.objects.filter(run_id=simulation.run_id, metric=metric)
+                .values("metric", "value", "ci_low", "ci_high", "n").first()
+                if simulation.run_id else None)
+    return {"simulation": simulation, "headline": headline}

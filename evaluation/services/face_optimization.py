@@ -448,7 +448,8 @@ def face_optimization_find(name: str) -> FaceOptimization:
             found = FaceOptimization.objects.filter(aspect=aspect, version=int(version)).first()
     if found is None:
         raise FaceOptimizationError(f"no FACE instruction version {name!r} (names look like "
-                                    "relevance-v1; `manage.py face_optimize` makes them)")
+                                    "relevance-v1; \"Optimize instructions\" on a study's "
+                                    "FACE page makes them)")
     return found
 
 

@@ -79,10 +79,12 @@ def system_set_live(*, system: System, endpoint: str = "", adapter: str = "",
 
 @transaction.atomic
 def live_system_create(*, name: str, owner, endpoint: str, description: str = "",
-                       **call_settings) -> System:
-    """A researcher's new live system behind ENDPOINT; nothing is stored when it is refused."""
+                       details: dict | None = None, **call_settings) -> System:
+    """A researcher's new live system behind ENDPOINT (DETAILS: its other public fields: team,
+    family, links); nothing is stored when the endpoint or the credential is refused."""
     endpoint_check(endpoint)
-    system = system_create(name=name, owner=owner, description=description)
+    credential_check(call_settings.get("credential", ""), owner=owner)
+    system = system_create(name=name, owner=owner, description=description, **(details or {}))
     return system_set_live(system=system, endpoint=endpoint, **call_settings)
 
 

@@ -54,6 +54,11 @@ def llm_profile(name: str | None) -> ModelProfile:
     return profile
 
 
+# Said on web pages too: what to do, in words (the command line adds its --model option).
+NO_MODEL = ("no LLM is configured: the operator sets CONCORD_LLM_MODEL or offers a model "
+            "profile (docs/llm.md)")
+
+
 def model_options(*, profile: str | None = None, model: str | None = None,
                   temperature: float | None = None, max_tokens: int | None = None) -> dict:
     """One model's entry in a run configuration: the operator's PROFILE (default: `default`)
@@ -62,8 +67,7 @@ def model_options(*, profile: str | None = None, model: str | None = None,
     chosen = llm_profile(profile)
     model = model or chosen.model
     if not model:
-        raise LLMConfigurationError("no LLM is configured: set CONCORD_LLM_MODEL or pass --model "
-                                    "(see docs/llm.md)")
+        raise LLMConfigurationError(NO_MODEL)
     return {
         "profile": chosen.name,
         "model": model,

@@ -335,7 +335,8 @@ def score_units(ctx: RunContext, units: Sequence, score_unit: Callable[[tuple], 
             raise LLMRunFailed(
                 f"stopped early: the first {len(chunk)} units all failed, so the other "
                 f"{len(units) - end} were not tried (first failure: "
-                f"{next(iter(failures.values()))}); --stop-after 0 scores every unit anyway")
+                f"{next(iter(failures.values()))}): fix what the failure names (the model, its "
+                f"credential, the answers' format) and start the evaluation again")
     unavailable = spec.unavailable(set(collected))
     summaries_upsert(run, spec.metrics, collected, unavailable, progress)
     Run.objects.filter(pk=run.pk).update(unavailable=unavailable)

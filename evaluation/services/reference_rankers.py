@@ -5,6 +5,7 @@ import logging
 import tempfile
 from pathlib import Path
 
+from evaluation.lib.demo import loose_quotes
 from evaluation.lib.formats.submission import (
     write_turn_submission,
 )
@@ -22,7 +23,11 @@ from evaluation.models import (
 )
 from evaluation.selectors.benchmarks import benchmark_bundle, latest_run
 from evaluation.services.runs import run_create, run_process
-from evaluation.services.submissions import submission_create, system_get_or_create_baseline
+from evaluation.services.submissions import (
+    submission_create,
+    system_create,
+    system_get_or_create_baseline,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +96,41 @@ def baselines_ensure(*, benchmark: Benchmark, names: list[str] | None = None,
         _test_run_ensure(run=run, suite_options=suite_options, progress=progress)
         out.append((baseline.name, run, True))
     return out
+
+
+def demo_entrant_ensure(*, benchmark: Benchmark, progress: Progress = no_progress
+                       ) -> tuple[Run, dict | None]:
+    """The demo's entrant whose quotes are not always faithful (`lib/demo/loose_quotes.py`):
+    the TF-IDF baseline's answers with some quotes loosened, a public submission of its own
+    system with a Trace run, so the demo's grounding axis is not 1.000 for everyone.
+    Idempotent: (its run, None) when it already has one, else (the new run, quote counts)."""
+    from evaluation.models import System
+
+    system = System.objects.filter(name=loose_quotes.SYSTEM_NAME, owner__isnull=True,
+                                   is_baseline=False).first()
+    run = _main_run(benchmark=benchmark, system=system) if system else None
+    if run is not None:
+        _test_run_ensure(run=run, suite_options=None, progress=progress)
+        return run, None
+    bundle = benchmark_bundle(benchmark=benchmark)
+    lines = generate_submission(
+        "tfidf", items=bundle.items, reviews=bundle.reviews, dialogues=bundle.dialogues,
+        progress=lambda done, total: progress("loose quoter answers", done, total))
+    lines, counts = loose_quotes.loosen(lines, loose_quotes.quotable_sentences(bundle.reviews))
+    system = system or system_create(name=loose_quotes.SYSTEM_NAME, family="demo entrant",
+                                     description=loose_quotes.DESCRIPTION)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "loose-quoter.jsonl"
+        write_turn_submission(lines, path)
+        submission = submission_create(system=system, benchmark=benchmark, path_or_file=path,
+                                       user=None, note="demo entrant: loosened quotes")
+    submission.is_public = True
+    submission.save(update_fields=["is_public"])
+    run = run_create(submission=submission, enqueue=False)
+    run_process(job_id=run.job_id, progress=progress)
+    run.job.refresh_from_db()
+    _test_run_ensure(run=run, suite_options=None, progress=progress)
+    return run, counts
 
 
 def _main_run(*, benchmark: Benchmark, system) -> Run | None:

@@ -44,6 +44,7 @@ class Candidate:
     aspect_label: str
     candidates: int = 1  # how many rows the choice was made from (set by `best`)
     current: bool = True  # False: its interval was stored by an older method
+    simulated: bool = False  # the study's labels come from simulated annotators (the demo)
 
     def agreement_low(self, higher_is_better: bool) -> float:
         return self.ci_low if higher_is_better else -self.ci_high

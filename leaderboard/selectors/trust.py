@@ -43,7 +43,8 @@ class Trust:
         if c is None:
             return ""
         return f"[{c.ci_low:.2f}, {c.ci_high:.2f}] · n {c.units}" + (
-            "" if c.current else " · older method")
+            "" if c.current else " · older method") + (
+            " · simulated labels" if c.simulated else "")
 
     @property
     def title(self) -> str:
@@ -56,7 +57,10 @@ class Trust:
                 f"[{c.ci_low:.3f}, {c.ci_high:.3f}], n = {c.units} units in {c.clusters} "
                 f"dialogues; study “{c.study_title}”, aspect {c.aspect_label or c.aspect}. "
                 f"Best of {c.candidates} measurement(s) by {rule.RULE}."
-                + ("" if c.current else f" Its interval was {OLDER_METHOD}."))
+                + ("" if c.current else f" Its interval was {OLDER_METHOD}.")
+                + (" The study's labels come from simulated annotators, not people: they show "
+                   "how this row works, not how far the metric agrees with people."
+                   if c.simulated else ""))
 
     def to_dict(self) -> dict | None:
         c = self.chosen
@@ -65,7 +69,8 @@ class Trust:
         return {"correlation": "spearman", "value": c.value, "ci_low": c.ci_low,
                 "ci_high": c.ci_high, "units": c.units, "dialogues": c.clusters,
                 "study": c.study, "study_title": c.study_title, "aspect": c.aspect,
-                "measurements": c.candidates, "url": self.href, "current_method": c.current}
+                "measurements": c.candidates, "url": self.href, "current_method": c.current,
+                "simulated_labels": c.simulated}
 
 
 def _visible(user) -> Q:
@@ -90,11 +95,12 @@ def column_trust(*, benchmark, columns: Iterable, user) -> dict[str, Trust]:
                     clusters__gte=rule.MIN_CLUSTERS)
             .values_list("evaluator", "metric", "value", "ci_low", "ci_high", "units",
                          "clusters", "study__slug", "study__title", "aspect", "aspect_label",
-                         "ci_method", "ci_version"))
+                         "ci_method", "ci_version", "study__config__simulated_annotators"))
     by_column: dict[tuple[str, str], list[rule.Candidate]] = defaultdict(list)
     for row in rows:
         by_column[(row[0], row[1])].append(
-            rule.Candidate(*row[:11], current=interval_is_current(row[11], row[12])))
+            rule.Candidate(*row[:11], current=interval_is_current(row[11], row[12]),
+                           simulated=bool(row[13])))
     board_url = reverse("annotation:metric_board", args=["__slug__"])
     anchored_url = reverse("annotation:metric_board_anchored", args=["__slug__"])
     out = {}

@@ -156,8 +156,9 @@
     const target = event.target;
     if (event.key === "Enter") {
       if (target.matches && target.matches("button, a, summary")) return;
-      if (target.matches && target.matches(".review-text")) {
-        // Enter in a review adds the selected passage as a quote (keyboard quoting)
+      if (target.matches && target.matches(".review-text") && !event.ctrlKey) {
+        // Enter in a review adds the selected passage as a quote (keyboard quoting);
+        // Ctrl+Enter submits, as everywhere
         event.preventDefault();
         const add = target.closest(".review-block").querySelector(".add-quote");
         if (add) add.click();
@@ -292,6 +293,11 @@
     const paragraph = block.querySelector(".review-text");
     const span = selectionIn(paragraph);
     if (!span) { flash(button, "Select text in this review first"); return; }
+    if (quotes.some((q) => q.review_id === paragraph.dataset.reviewId &&
+                           q.start === span.start && q.end === span.end)) {
+      flash(button, "You already quoted this passage");
+      return;
+    }
     const card = button.closest(".candidate");
     const pick = card.querySelector("input[name=rec-item]");
     if (!pick.checked) {

@@ -77,3 +77,18 @@ document.addEventListener("htmx:sendError", (event) => {
   showFailure(event, "Sending failed: the server could not be reached. Nothing was lost: " +
     "send it again, or abandon the battle.");
 });
+
+// Keyboard focus after an htmx swap (issue 34): when the swap took the focused control away
+// ("Send to both" and "Upload and evaluate" are disabled, then replaced), focus falls to the
+// page's top. It moves instead to the next control the new content offers: the visible
+// `[data-focus-next]` element with the lowest value (1 first), if focus was lost.
+const focusNext = () => {
+  const active = document.activeElement;
+  if (active && active !== document.body && active.isConnected) return;
+  const usable = [...document.querySelectorAll("[data-focus-next]")]
+    .filter((el) => !el.disabled && !el.closest("[hidden]") && el.getClientRects().length)
+    .sort((a, b) => Number(a.dataset.focusNext) - Number(b.dataset.focusNext));
+  if (usable.length) usable[0].focus();
+};
+document.addEventListener("htmx:afterSettle", focusNext);
+document.addEventListener("htmx:oobAfterSwap", focusNext);

@@ -121,6 +121,10 @@ def test_blind_recommendation_needs_one_to_three_candidates_and_verbatim_quotes(
     parsed = parse_post(post(rec_item=["r1"], rec_text="x", rec_quotes=json.dumps([forged])),
                         layout, partial=False)
     assert any("does not match" in e for e in parsed.errors)
+    twice = parse_post(post(rec_item=["r1"], rec_text="x", rec_quotes=json.dumps([good, good])),
+                       layout, partial=False)
+    assert twice.errors == ["The passage \u201ccrab cakes\u201d is quoted twice; remove one."]
+    assert twice.values["recommend"]["quotes"] == [good]
     parsed = parse_post(post(rec_item=["r1", "r2", "h1", "a1"], rec_text="x"), layout,
                         partial=False)
     assert any("at most 3" in e for e in parsed.errors)

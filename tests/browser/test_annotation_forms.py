@@ -185,11 +185,12 @@ def test_blind_recommendation_captures_a_selected_review_quote(page, annotate, t
     paragraph = card.locator(".review-text").first
     text = paragraph.inner_text()
     start, end = 4, min(len(text), 24)
-    paragraph.evaluate("""(el, [s, e]) => {
+    select = """(el, [s, e]) => {
         const range = document.createRange();
         range.setStart(el.firstChild, s); range.setEnd(el.firstChild, e);
         const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
-    }""", [start, end])
+    }"""
+    paragraph.evaluate(select, [start, end])
     card.locator(".add-quote").first.click()
     name, item_id = card.get_attribute("data-item-name"), card.get_attribute("data-item-id")
     quote = text[start:end].strip()
@@ -198,9 +199,20 @@ def test_blind_recommendation_captures_a_selected_review_quote(page, annotate, t
     assert page.locator("#rec-quote-list li").count() == 1
     assert page.locator("#rec-count").inner_text() == "1"
     page.fill("#rec-text", page.locator("#rec-text").input_value() + " It fits the budget.")
+    # the same passage again, by keyboard (Enter in the review), is refused
+    paragraph.evaluate(select, [start, end])
+    paragraph.focus()
+    page.keyboard.press("Enter")
+    assert page.locator("#rec-quote-list li").count() == 1
     screenshot(page, "annotation-blind-recommendation")
-    submit(page)
+    # Ctrl+Enter inside the review submits the item; it adds no quote
+    paragraph.evaluate(select, [start, end])
+    paragraph.focus()
+    before = page.url
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(lambda url: url != before)
     rec = stored(assignment)["recommend"]
+    assert len(rec["quotes"]) == 1
     captured = rec["quotes"][0]
     assert captured["text"] == quote and captured["item_id"] == item_id
     assert text[captured["start"]:captured["end"]] == quote

@@ -61,8 +61,11 @@ def test_a_blind_battle_end_to_end(page, tiny_benchmark):
         page.wait_for_url(re.compile(r"/arena/battles/[0-9a-f-]{36}/$"))
         assert page.locator("#arena-scenario").is_visible()
 
-        page.fill("#arena-message", "Somewhere quiet for seafood?")
-        page.click(".arena-say button[type=submit]")
+        # by keyboard: type, Tab to "Send to both", Enter
+        page.focus("#arena-message")
+        page.keyboard.type("Somewhere quiet for seafood?")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
         slow_side = "a" if Battle.objects.get().system_a_id == 987651 else "b"
         fast_side = "b" if slow_side == "a" else "a"
         # the fast system's reply arrives while the slow one still shows its spinner
@@ -74,6 +77,8 @@ def test_a_blind_battle_end_to_end(page, tiny_benchmark):
         fast = page.locator(f"#reply-0-{fast_side}").inner_text()
         assert "<b>cheap</b> & fast" in fast  # the system's markup is text, not HTML
         assert page.locator(f"#reply-0-{fast_side} b").count() == 0
+        # focus did not drop to the page's top: it is on the next message box
+        assert page.evaluate("document.activeElement.id") == "arena-message"
 
         page.fill("#arena-message", "Can it break?")
         page.click(".arena-say button[type=submit]")

@@ -88,11 +88,16 @@ def test_upload_progress_publish_then_the_row_is_on_the_leaderboard(page, media,
     assert "nothing was stored" in report.inner_text()
     assert report.locator("tbody tr").first.locator("td").first.inner_text() == "2"
     screenshot(page, "leaderboard-submit-invalid")
+    # focus did not drop to the page's top: it is on the report, the next thing to read
+    assert page.evaluate("document.activeElement.id") == "submission-result"
 
     page.set_input_files("input[name=file]", str(write_lines(media / "good.jsonl")))
-    page.click("#submission-form button[type=submit]")
+    page.focus("#submission-form button[type=submit]")
+    page.keyboard.press("Enter")  # by keyboard
     status = page.locator("#submission-status")
     status.wait_for()
+    htmx_settled(page)
+    assert page.evaluate("document.activeElement.id") == "submission-result"
     assert status.get_attribute("data-status") in ("queued", "running")
     assert page.locator(".progress[role=progressbar]").count() == 1
     assert "1 of 5 submissions used" in page.locator("#quota-line").inner_text()

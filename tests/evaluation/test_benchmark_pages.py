@@ -1,6 +1,8 @@
 import pytest
 from django.urls import reverse
 
+from tests.leaderboard.test_arena_ratings import folder  # noqa: F401 (fixture)
+
 pytestmark = pytest.mark.django_db
 
 
@@ -84,3 +86,28 @@ def test_login_and_logout(client, researcher):
     assert "researcher" in client.get(reverse("home")).content.decode()
     client.post(reverse("logout"))
     assert "Log in" in client.get(reverse("home")).content.decode()
+
+
+def test_a_benchmark_without_places_or_items_shows_no_tourism_layout(
+        client, tiny_benchmark, tmp_path, settings, staff, folder):  # noqa: F811
+    """Issue 34: an imported data set of conversations (no items, no reviews, no cities) shows
+    no "Cities: none recorded", no "0 items, 0 reviews" and no bundle "items" it lacks."""
+    import io
+
+    from django.core.management import call_command
+
+    from evaluation.models import Benchmark
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    call_command("import_public", "crs_arena_dial", str(folder), stdout=io.StringIO())
+    benchmark = Benchmark.objects.exclude(pk=tiny_benchmark.pk).get()
+    assert not benchmark.items.exists()
+    page = client.get(f"/benchmarks/{benchmark.slug}/").content.decode()
+    tiles = page.split('class="tiles"')[1].split("</section>")[0]
+    assert ">items<" not in tiles and ">reviews<" not in tiles and ">dialogues<" in tiles
+    charts = page.split('class="chart-grid"')[1].split("</section>")[0]
+    assert "Cities" not in charts and "Item types" not in charts and "none recorded" not in charts
+    assert "items, reviews and every dialogue" not in page and "every dialogue of" in page
+    assert "<th>City</th>" not in page
+    tiny = client.get("/benchmarks/tiny/").content.decode()  # a tourism benchmark keeps them
+    assert "Cities" in tiny and "<th>City</th>" in tiny and ">items<" in tiny

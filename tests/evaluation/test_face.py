@@ -312,6 +312,7 @@ def test_a_hopeless_run_stops_after_its_first_units(study, llm_server):
     message = str(raised.value)
     assert "stopped early: the first 2 units all failed, so the other 2 were not tried" \
         in message and "no JSON list found" in message
+    assert "start the evaluation again" in message and "--stop-after" not in message
     assert "LLM usage" in message and "Traceback" not in message
     run = Run.objects.get(evaluator="face")
     # Two logs of two assistant turns, one answer each: nothing more was asked.

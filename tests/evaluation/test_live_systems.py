@@ -132,3 +132,29 @@ def test_the_llm_baselines_answer_live_through_the_gateway(tiny_benchmark, llm_s
     reply = client.turn(LiveRequest("tiny", "sim-2", 1, (), "seafood"))
     assert set(reply.ranked_item_ids) == {"r1", "r2", "h1", "a1"}
     assert server.request_count == 2
+
+
+def test_the_registration_form_takes_an_endpoint_and_refuses_a_bad_one_storing_nothing(
+        researcher, client, settings):
+    """Issue 34: the endpoint is set where the system is registered, not only on the
+    Simulate users form; a refused endpoint or key stores no system."""
+    settings.CREDENTIALS = parse_credentials("my-crs=MY_CRS_KEY")
+    client.force_login(researcher)
+    page = client.get("/systems/new/").content.decode()
+    assert 'name="endpoint"' in page and '<option value="my-crs">' in page
+    refused = client.post("/systems/new/", {"name": "Sneaky", "team": "Lab",
+                                            "endpoint": "http://169.254.169.254/x"})
+    assert refused.status_code == 400 and "link-local" in refused.content.decode()
+    keyless = client.post("/systems/new/", {"name": "Keyed", "credential": "my-crs"})
+    assert keyless.status_code == 400 and "give the endpoint too" in keyless.content.decode()
+    assert not System.objects.exists()
+    created = client.post("/systems/new/", {"name": "Live CRS", "team": "Lab A",
+                                            "endpoint": "127.0.0.1:40000/concord-live",
+                                            "credential": "my-crs"})
+    assert created.status_code == 302, created.content.decode()[-3000:]
+    system = System.objects.get()
+    assert (system.name, system.team, system.owner) == ("Live CRS", "Lab A", researcher)
+    assert (system.live_kind, system.live_endpoint, system.live_credential) == (
+        "http", "http://127.0.0.1:40000/concord-live", "my-crs")
+    plain = client.post("/systems/new/", {"name": "Offline CRS"})
+    assert plain.status_code == 302 and System.objects.get(name="Offline CRS").live_kind == ""

@@ -66,6 +66,10 @@ def test_evaluate_refuses_an_llm_evaluator_without_a_model(llm_settings, tiny_be
                                                           tmp_path):
     path = tmp_path / "chatty.jsonl"
     path.write_text(json.dumps(LOGS[0]) + "\n", encoding="utf-8")
-    with pytest.raises(CommandError, match="set CONCORD_LLM_MODEL or pass --model"):
+    with pytest.raises(CommandError, match=r"offers a model profile \(docs/llm.md\) "
+                                           r"\(or pass --model\)"):
         evaluate(evaluator="pepper_judge", submission=str(path))
     assert not Submission.objects.exists()
+    from evaluation.services.llm_models import NO_MODEL  # what web pages say: no flags
+
+    assert "--" not in NO_MODEL and "CONCORD_LLM_MODEL" in NO_MODEL

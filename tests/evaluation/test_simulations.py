@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_template_simulation_against_an_http_system_scores_coverage_by_hand(
-        sim_benchmark, researcher):
+        sim_benchmark, researcher, client):
     rankings = {"d1": [["r2", "h1"], ["r1"], ["a1"]], "d2": [["a1"], ["a1"], ["h1"]],
                 "d3": [["r3"], ["r2"], ["r2"]]}
 
@@ -61,6 +61,18 @@ def test_template_simulation_against_an_http_system_scores_coverage_by_hand(
     assert stored.hidden["preferences"]["likes"] == ["seafood", "diner"]
     assert [t["ranked_item_ids"] for t in stored.turns if t["role"] == "system"] == \
         rankings["d1"]
+    # Its job page says what was simulated and the headline number; the run page counts
+    # turns as the form does (3 exchanges, not 6 messages).
+    client.force_login(researcher)
+    page = client.get(f"/jobs/{simulation.job_id}/").content.decode()
+    assert f'›</a> <a href="/systems/{system.slug}/">My CRS</a> › simulation' in page.replace(
+        "\n", "") or f'<a href="/systems/{system.slug}/">My CRS</a> › simulation #' in page
+    summary = page.split('id="simulation-summary"')[1].split("</table>")[0]
+    assert sim_benchmark.name in summary and "template" in summary and "3 × 3" in summary
+    pc10 = MetricSummary.objects.get(run=simulation.run, metric="pc@10")
+    assert f"<strong>{pc10.value:.3f}</strong>" in summary
+    run_page = client.get(f"/runs/{simulation.run_id}/").content.decode()
+    assert '<span class="muted">3 turns</span>' in run_page and "6 turns" not in run_page
 
 
 def test_faults_fail_their_dialogue_only_and_nothing_partial_is_stored(sim_benchmark,

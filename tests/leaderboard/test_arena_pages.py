@@ -176,11 +176,36 @@ def test_the_battle_bench_measures_every_turn_and_leaves_the_arena_without_its_s
 def test_the_scenario_reads_as_words_not_python(arena, client):
     battle = _start(client)
     Battle.objects.filter(pk=battle.pk).update(scenario={
-        "dialogue_id": "d1", "item_type": "restaurant", "dog_friendly": True,
-        "constraints": [{"kind": "noise", "value": "quiet", "stated_at_turn": 2}]})
+        "dialogue_id": "d1", "item_type": "restaurant", "dog_friendly": True, "city": "Tucson",
+        "user_profile": {"name": "Ana", "persona": "foodie_explorer"},
+        "constraints": [{"kind": "noise", "value": "quiet", "stated_at_turn": 2},
+                        {"kind": "neighborhood", "value": "El Presidio", "stated_at_turn": 4}],
+        "rejections": [{"item_id": "tus-r-016", "reason": {"kind": "neighborhood",
+                                                           "value": "El Presidio"},
+                        "turn_index": 6}]})
     page = client.get(f"/arena/battles/{battle.uuid}/").content.decode()
     panel = page.split('id="arena-scenario"')[1].split("</dl>")[0]
-    assert "<dt>item type</dt><dd>restaurant</dd>" in panel
+    assert "<dt>Persona</dt><dd>Ana, foodie explorer</dd>" in panel
+    assert "<dt>Request</dt><dd>Restaurant in Tucson; quiet, El Presidio</dd>" in panel
     assert "<dt>dog friendly</dt><dd>yes</dd>" in panel
-    assert "kind: noise, value: quiet, stated at turn: 2" in panel
+    # never the reference dialogue's rejected item, nor a raw record
+    assert "tus-r-016" not in panel and "kind:" not in panel and "turn" not in panel
     assert "{" not in panel and "True" not in panel and "dialogue id" not in panel
+
+
+def test_an_answers_citations_link_the_reviews_they_quote(arena, client):
+    battle = _start(client)
+    client.post(f"/arena/battles/{battle.uuid}/say/", {"message": "quiet seafood?"},
+                HTTP_HX_REQUEST="true")
+    BattleTurn.objects.filter(battle=battle, side="a").update(
+        state="ok", text='Try Harbor Grill: "the room was quiet" [R1]. Also "made up" [R2].',
+        citations=[{"label": "R1", "review_id": "v1", "quote": "the room was quiet"},
+                   {"label": "R2", "review_id": "nope", "quote": "made up"}])
+    page = client.get(f"/arena/battles/{battle.uuid}/").content.decode()
+    reply = page.split('id="reply-0-a"')[1].split("</div>\n")[1]
+    assert ('<mark class="quote"><a href="/benchmarks/tiny/items/r1/#review-v1" target="_blank"'
+            in page)
+    assert ('<span class="label">[R1]</span> → <a href="/benchmarks/tiny/items/r1/#review-v1" '
+            'target="_blank" rel="noopener">review v1</a> of Harbor Grill' in page)
+    assert "review nope (not a review of this benchmark)" in page
+    assert "[R1]" in reply

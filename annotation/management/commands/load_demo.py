@@ -12,16 +12,20 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.imports import public_dataset_import
-from annotation.services.demo import demo_study_create
+from annotation.services.demo import (
+    DEMO_BASELINES,
+    demo_simulated_study_create,
+    demo_study_create,
+)
 from core.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from evaluation.cli import ProgressBars
 from evaluation.lib.columns import shown_on
 from evaluation.lib.live.inprocess import adapters
 from evaluation.lib.metrics.types import SUMMARY
-from evaluation.models import Benchmark
+from evaluation.models import Benchmark, Submission
 from evaluation.services.arena import arena_open
 from evaluation.services.live import live_baselines_ensure
-from evaluation.services.reference_rankers import baselines_ensure
+from evaluation.services.reference_rankers import baselines_ensure, demo_entrant_ensure
 from evaluation.services.simulations import demo_simulations_ensure
 
 DEMO_SLUG = "demo-tourism"
@@ -64,6 +68,7 @@ class Command(BaseCommand):
         accounts = self._accounts()
         self._baselines()
         self._study()
+        self._simulated_study()
         self._public_study()
         # Last, so that `make run` leaves the logins on screen above the server's output.
         self.stdout.write(accounts)
@@ -100,6 +105,7 @@ class Command(BaseCommand):
             figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in metrics
                                 if summary.get(metric) is not None)
             self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+        self._entrant(benchmark, bars)
         # The same nine baselines as in-process live systems: `simulate` works offline at once.
         live = live_baselines_ensure()
         self.stdout.write(f"Live systems for user simulation: {len(live)} in-process baselines "
@@ -119,6 +125,42 @@ class Command(BaseCommand):
                               if pc is not None else
                               f"Template simulation of {system.slug}: failed "
                               f"({simulation.job.error})")
+
+    def _entrant(self, benchmark, bars):
+        """A demo entrant whose quotes are not always faithful: the grounding axis has
+        something to tell apart (every baseline quotes verbatim: GS 1.000)."""
+        run, counts = demo_entrant_ensure(benchmark=benchmark, progress=bars)
+        self.entrant_submission = run.submission_id
+        gs = run.summaries.filter(metric="gs").values_list("value", flat=True).first()
+        state = (f"evaluated; quotes {counts['verbatim']} verbatim, {counts['reworded']} "
+                 f"reworded, {counts['misattributed']} misattributed" if counts
+                 else "already evaluated")
+        self.stdout.write(f"{run.submission.system.name}: {state} (run {run.pk}: gs "
+                          f"{gs:.3f})" if gs is not None else
+                          f"{run.submission.system.name}: {state} (run {run.pk})")
+
+    def _simulated_study(self):
+        """The demo's labelled study: simulated annotators (not people) label the responses of
+        three baselines, the entrant and the reference, so the leaderboard's trust row shows
+        measured agreement on first start."""
+        benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
+        newest = {}
+        for pk, slug in (Submission.objects.filter(
+                benchmark=benchmark, protocol=Submission.Protocol.TURN,
+                system__slug__in=DEMO_BASELINES)
+                .order_by("-created_at").values_list("pk", "system__slug")):
+            newest.setdefault(slug, pk)
+        newest["entrant"] = self.entrant_submission
+        self.stdout.write("Simulated annotators: labelling the demo's labelled study …")
+        study = demo_simulated_study_create(
+            benchmark=benchmark, author=get_user_model().objects.get(username="author"),
+            submission_ids=sorted(newest.values()),
+            progress=lambda done, total: self.stdout.write(
+                f"  simulated labels: {done}/{total}"))
+        validated = study.metric_validations.count()
+        self.stdout.write(f"Simulated-label study: /studies/{study.slug}/ ({study.items.count()} "
+                          f"items, {validated} metric–label correlations stored for the "
+                          "trust row)")
 
     def _arena(self, benchmark, live):
         """The demo's arena (idempotent): blind battles between the seven in-process rankers
