@@ -566,9 +566,13 @@ def metric_board(request, slug):
     """Evaluators ranked by their correlation with the study's human labels, per aspect."""
     study = get_study_for_metric_board(request.user, slug)
     board, fields = _board(request, study)
+    order = request.GET.get("sort") or "correlation"
+    if order not in reports.BOARD_ORDERS:
+        raise Http404("No such order.")
     for row in board.get("rows", []):
         row["bar"] = _ci_bar(row)
-    context = {"study": study, "board": board, "fields": fields,
+    context = {"study": study, "board": board, "fields": fields, "order": order,
+               "orders": reports.BOARD_ORDERS, "rows": reports.order_metric_board(board, order),
                "can_manage": can_manage_study(request.user, study),
                "public": report_selectors.metric_board_is_public(study),
                "formats": exports.FORMATS,

@@ -47,12 +47,13 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from evaluation.lib.stats import arena
+from evaluation.lib.stats import arena, system_meta
 from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.clustered import cluster_mean, paired_cluster_difference
 from evaluation.lib.stats.comparison import compare_systems
 from evaluation.lib.stats.correlation import correlation_with_ci, rank_evaluators
 from evaluation.lib.stats.ppi import AnchoredSample, anchored_mean
+from leaderboard.lib.calibration_meta import META_DESIGNS, meta_coverage
 from leaderboard.lib.rank_tables import better_matrices, cluster_tables
 
 DIALOGUE_COUNTS = (10, 30, 100)
@@ -551,7 +552,25 @@ def _checks() -> list[Check]:
         Check("arena_elo", "95% CI of Elo vs expected Elo (9 sys, 10x votes)", "coverage",
               "arena.arena_table method=elo (arena page, export, API)"),
         *_ppi_checks(),
+        *_meta_checks(),
     ]
+
+
+def _meta_checks() -> list[Check]:
+    return [Check(f"meta_{design}_{name}", f"95% CI of {system_meta.LABELS[name]}, {design}",
+                  "coverage", "system_meta.meta_evaluate (metric leaderboard)")
+            for design in META_DESIGNS for name in system_meta.STATISTICS]
+
+
+def _run_meta(by_key: dict[str, Check], reps: int, base: int, dialogues: int,
+              only: Sequence[str] | None) -> None:
+    for k, design in enumerate(META_DESIGNS):
+        keys = {f"meta_{design}_{name}": name for name in system_meta.STATISTICS}
+        if only is not None and not set(keys) & set(only):
+            continue
+        figures = meta_coverage(reps, base + 40 + k, dialogues, design)
+        for key, name in keys.items():
+            by_key[key].values[dialogues] = figures[name]
 
 
 CHECK_KEYS = tuple(check.key for check in _checks())
@@ -633,6 +652,7 @@ def run_checks(
                 by_key[key].values[dialogues] = float(pairs[:, 0].mean())
                 by_key[f"{key}_jackknife"].values[dialogues] = float(pairs[:, 1].mean())
         _run_ppi(by_key, reps, base, dialogues, only)
+        _run_meta(by_key, reps, base, dialogues, only)
     return [check for check in checks if check.values]
 
 

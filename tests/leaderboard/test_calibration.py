@@ -161,3 +161,18 @@ def test_ppi_checks_cover_and_never_widen(capsys):
     assert min(checks["ppi_r0"], checks["ppi_r9"], checks["ppi_r9_biased"]) >= 0.85
     assert checks["ppi_r0_width_max"] <= 1.0 + 1e-12 and checks["ppi_r0_width"] > 0.9
     assert checks["ppi_r9_width"] < 0.6
+
+
+def test_system_level_meta_evaluation_checks_cover(capsys):
+    """The metric leaderboard's system-level intervals (system_meta.meta_evaluate) in both
+    designs: 30 studies of 10 dialogues per system; the documented run is in statistics.md."""
+    keys = [f"meta_{design}_{name}" for design in ("paired", "unpaired")
+            for name in ("pairwise_accuracy", "soft_pairwise_accuracy",
+                         "tie_calibrated_accuracy")]
+    call_command("bench_calibration", "--reps", "30", "--dialogues", "10", "--json", "--only",
+                 *keys)
+    checks = {c["key"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert set(checks) == set(keys)
+    assert all("system_meta.meta_evaluate" in c["code_path"] for c in checks.values())
+    # 30 studies: loose; a broken interval (or one around the wrong centre) fails it
+    assert min(c["values"]["10"] for c in checks.values()) >= 0.7
