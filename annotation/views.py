@@ -392,8 +392,10 @@ def _anchored_section(study, evaluator: str, aspect: str, metric: str, *,
                              None if high is None else high - centre, filled)
                             for label, value, low, high, filled in rows],
                            centre=centre, digits=2) if rows else None
+    plan = report_selectors.study_label_plan(study=study, evaluator=evaluator, aspect=aspect,
+                                             metric=metric, include_private=include_private)
     return {"report": report, "systems": exports.display_table(systems),
-            "differences": exports.display_table(differences), "forest": forest,
+            "differences": exports.display_table(differences), "forest": forest, "plan": plan,
             "query": urlencode({"evaluator": evaluator, "aspect": aspect, "metric": metric})}
 
 

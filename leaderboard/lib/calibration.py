@@ -53,6 +53,8 @@ from evaluation.lib.stats.clustered import cluster_mean, paired_cluster_differen
 from evaluation.lib.stats.comparison import compare_systems
 from evaluation.lib.stats.correlation import correlation_with_ci, rank_evaluators
 from evaluation.lib.stats.ppi import AnchoredSample, anchored_mean
+from leaderboard.lib.calibration_active import DESIGNS as ACTIVE_DESIGNS
+from leaderboard.lib.calibration_active import saving as active_saving
 from leaderboard.lib.calibration_meta import META_DESIGNS, meta_coverage
 from leaderboard.lib.rank_tables import better_matrices, cluster_tables
 
@@ -553,7 +555,33 @@ def _checks() -> list[Check]:
               "arena.arena_table method=elo (arena page, export, API)"),
         *_ppi_checks(),
         *_meta_checks(),
+        *_active_checks(),
     ]
+
+
+def _active_checks() -> list[Check]:
+    out = []
+    for design in ACTIVE_DESIGNS:
+        out += [Check(f"active_saved_{design}", f"Labels saved by active handout, {design} judge",
+                      "ratio", "active.inclusion_probabilities + active_mean (study handout)"),
+                Check(f"active_coverage_{design}", f"  95% CI of the active estimate, {design}",
+                      "coverage", "active.active_mean (study handout)")]
+    return out
+
+
+def _run_active(by_key: dict[str, Check], reps: int, seed: int, first: int, counts,
+                only: Sequence[str] | None) -> None:
+    """Once per run (a pool of 1,000 units, not a dialogue count): shown under the first
+    count, "—" under the others."""
+    for k, design in enumerate(ACTIVE_DESIGNS):
+        keys = (f"active_saved_{design}", f"active_coverage_{design}")
+        if only is not None and not set(keys) & set(only):
+            continue
+        figures = active_saving(reps, seed + 50 + k, design)
+        for key, value in zip(keys, (figures["saved"], figures["coverage_active"]),
+                              strict=True):
+            by_key[key].values.update({g: math.nan for g in counts})
+            by_key[key].values[first] = math.nan if value is None else value
 
 
 def _meta_checks() -> list[Check]:
@@ -653,6 +681,8 @@ def run_checks(
                 by_key[f"{key}_jackknife"].values[dialogues] = float(pairs[:, 1].mean())
         _run_ppi(by_key, reps, base, dialogues, only)
         _run_meta(by_key, reps, base, dialogues, only)
+    if dialogue_counts:
+        _run_active(by_key, reps, seed, dialogue_counts[0], dialogue_counts, only)
     return [check for check in checks if check.values]
 
 
