@@ -55,7 +55,11 @@ from evaluation.lib.stats.correlation import correlation_with_ci, rank_evaluator
 from evaluation.lib.stats.ppi import AnchoredSample, anchored_mean
 from leaderboard.lib.calibration_active import DESIGNS as ACTIVE_DESIGNS
 from leaderboard.lib.calibration_active import saving as active_saving
-from leaderboard.lib.calibration_meta import META_DESIGNS, meta_coverage
+from leaderboard.lib.calibration_meta import (
+    META_DESIGNS,
+    length_slope_coverage,
+    meta_coverage,
+)
 from leaderboard.lib.rank_tables import better_matrices, cluster_tables
 
 DIALOGUE_COUNTS = (10, 30, 100)
@@ -585,9 +589,12 @@ def _run_active(by_key: dict[str, Check], reps: int, seed: int, first: int, coun
 
 
 def _meta_checks() -> list[Check]:
-    return [Check(f"meta_{design}_{name}", f"95% CI of {system_meta.LABELS[name]}, {design}",
-                  "coverage", "system_meta.meta_evaluate (metric leaderboard)")
-            for design in META_DESIGNS for name in system_meta.STATISTICS]
+    probes = [Check("judge_length_slope", "95% CI of a judge's length slope", "coverage",
+                    "judge_probes.length_slope (LLM run page)")]
+    return probes + [
+        Check(f"meta_{design}_{name}", f"95% CI of {system_meta.LABELS[name]}, {design}",
+              "coverage", "system_meta.meta_evaluate (metric leaderboard)")
+        for design in META_DESIGNS for name in system_meta.STATISTICS]
 
 
 def _run_meta(by_key: dict[str, Check], reps: int, base: int, dialogues: int,
@@ -641,6 +648,8 @@ def run_checks(
                 lambda rng: correlation_coverage(rng, d, "spearman"), reps, b + 8),
             "metric_board": lambda d=dialogues, b=base: _share(
                 lambda rng: metric_board_fwer(rng, d), reps, b + 9),
+            "judge_length_slope": lambda d=dialogues, b=base: _share(
+                lambda rng: length_slope_coverage(rng, d), reps, b + 60),
             # An interval that is not shown is not counted; "<key>_shown" is the share shown.
             **{f"alpha_{level}": lambda d=dialogues, b=base, level=level, k=k: _shown_share(
                 lambda rng: alpha_coverage(rng, d, level), reps, b + 10 + k)

@@ -1,4 +1,5 @@
-"""bench_calibration's checks of the system-level meta-evaluation (statistics.md, "System-level
+"""bench_calibration's checks of the judge-bias probes' length slope (judge_probes.length_slope,
+the run page) and of the system-level meta-evaluation (statistics.md, "System-level
 meta-evaluation"): do the bootstrap intervals of pairwise accuracy, soft pairwise accuracy and
 tie-calibrated accuracy (evaluation/lib/stats/system_meta.py, the metric leaderboard's columns)
 cover what they estimate?
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluation.lib.stats import system_meta
+from evaluation.lib.stats import judge_probes, system_meta
 
 SYSTEMS = 6
 TURNS = 3
@@ -79,3 +80,20 @@ def meta_coverage(reps: int, seed: int, dialogues: int, design: str) -> dict[str
     return {**{name: float(np.mean(v)) for name, v in hits.items()},
             **{f"{name}_width": float(np.mean(v)) for name, v in widths.items()},
             **{f"{name}_truth": truth[name] for name in truth}}
+
+
+def length_slope_coverage(rng: np.random.Generator, dialogues: int,
+                          true_slope: float = 0.4) -> bool:
+    """Whether the run page's length-slope interval covers the true within-dialogue slope:
+    DIALOGUES dialogues of 2–8 judged turns, a dialogue effect on both the answers' length and
+    the score (which a pooled slope would take for a length preference)."""
+    scores, lengths, clusters = {}, {}, {}
+    for d in range(dialogues):
+        level = rng.normal()
+        for t in range(int(rng.integers(2, 9))):
+            words = int(max(5, 120 + 60 * level + rng.normal(0, 50)))
+            lengths[(d, t)] = words
+            scores[(d, t)] = 3 + level + true_slope * words / 100 + rng.normal(0, 0.8)
+            clusters[(d, t)] = d
+    out = judge_probes.length_slope(scores, lengths, clusters)
+    return out["ci_low"] <= true_slope <= out["ci_high"]

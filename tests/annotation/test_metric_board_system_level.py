@@ -64,3 +64,26 @@ def test_the_sort_control_orders_evaluators_by_the_chosen_statistic(client, gene
     assert client.get(url, {"aspect": "overall", "sort": "nonsense"}).status_code == 404
     html = client.get(url, {"aspect": "overall"}).content.decode()
     assert 'id="system-level-method"' in html and "Soft pairwise accuracy" in html
+
+
+def test_an_llm_judge_of_a_ranked_systems_family_is_flagged(client, generated):
+    """Issue 32 item 4 beside the evaluator: the judge's runs use gpt-4o and one ranked system
+    is a GPT system, so the judge's rows carry the self-preference flag."""
+    from evaluation.models import Run, System
+
+    study, staff = generated
+    Run.objects.filter(submission__benchmark=study.benchmark, evaluator="external:judge").update(
+        evaluator="trace_judge", config={"model": {"model": "openai/gpt-4o", "profile": "x"}})
+    System.objects.filter(name="Generated system 01").update(description="answers by GPT-4o")
+    board = report_selectors.study_metric_leaderboard(study=study, aspect="overall",
+                                                      include_private=True)
+    judged = [row for row in board["rows"] if row["evaluator"] == "trace_judge"]
+    assert judged and all(row["self_preference"]["flag"] for row in judged)
+    check = judged[0]["self_preference"]["checks"][0]
+    assert check["systems"] == ["Generated system 01"] and check["model"] == "openai/gpt-4o"
+    assert not any("self_preference" in row for row in board["rows"]
+                   if row["evaluator"] != "trace_judge")
+    client.force_login(staff)
+    html = client.get(reverse("annotation:metric_board", args=[study.slug]),
+                      {"aspect": "overall"}).content.decode()
+    assert "self-preference risk" in html
