@@ -527,27 +527,10 @@ def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
         report = anchored.build_anchored(table, score, aspect, seed=seed,
                                          labelled_fraction=labelled_fraction,
                                          matched_by_name=named)
-        return {**report, "study": study_snapshot(study=study, table=table)}
+        plan = label_plan.build_label_plan(table, score, aspect, report)
+        return {**report, "label_plan": plan, "study": study_snapshot(study=study, table=table)}
     return _cached(study, "anchored", (evaluator, aspect, metric, labelled_fraction, seed,
                                        include_private), build, runs=True)
-
-
-def study_label_plan(*, study: Study, evaluator: str, aspect: str, metric: str,
-                     include_private: bool = True) -> dict:
-    """Label these next (label_plan.build_label_plan): projected CI widths against the number of
-    labels for uniform and active handout, and the system pairs still uncertain."""
-    def build():
-        table = _table(study)
-        scores = _metric_scores(study, evaluator, table.fields[aspect].unit_type,
-                                include_private)
-        score = next((s for s in scores if s.metric == metric), None)
-        if score is None:
-            raise ValueError(f"{evaluator} has no metric {metric!r}")
-        anchored_report = study_anchored(study=study, evaluator=evaluator, aspect=aspect,
-                                         metric=metric, include_private=include_private)
-        return label_plan.build_label_plan(table, score, aspect, anchored_report)
-    return _cached(study, "label-plan", (evaluator, aspect, metric, include_private), build,
-                   runs=True)
 
 
 def study_anchored_pairs(*, study: Study, evaluator: str) -> list[tuple[str, str]]:

@@ -19,7 +19,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import arena_studies, face_selectors, report_selectors, selectors
-from annotation.lib import exports, reports
+from annotation.lib import exports, label_plan, reports
 from annotation.lib.rendering import render_markdown
 from annotation.lib.report_plan import report_plan
 from annotation.services import annotations, handout, members, studies, study_exports
@@ -392,8 +392,7 @@ def _anchored_section(study, evaluator: str, aspect: str, metric: str, *,
                              None if high is None else high - centre, filled)
                             for label, value, low, high, filled in rows],
                            centre=centre, digits=2) if rows else None
-    plan = report_selectors.study_label_plan(study=study, evaluator=evaluator, aspect=aspect,
-                                             metric=metric, include_private=include_private)
+    plan = {**report["label_plan"], "chart": label_plan.plan_chart(report["label_plan"])}
     return {"report": report, "systems": exports.display_table(systems),
             "differences": exports.display_table(differences), "forest": forest, "plan": plan,
             "query": urlencode({"evaluator": evaluator, "aspect": aspect, "metric": metric})}

@@ -61,14 +61,6 @@ def build_label_plan(table: LabelTable, score: ScoreSet, aspect: str,
                 for policy in widths:
                     widths[policy].append(curve[0][policy])
             rows.append({"labels": total, **{p: float(np.mean(v)) for p, v in widths.items()}})
-    chart = None
-    if rows:
-        chart = charts.turn_lines([("uniform", [r["uniform"] for r in rows]),
-                                   ("active", [r["active"] for r in rows])],
-                                  y_label="mean 95% CI width", x_label="human labels")
-        positions = {t: x for x, t in chart["x_ticks"]}  # turn_lines numbers points 1, 2, …
-        chart["x_ticks"] = [(positions.get(str(i), None), str(r["labels"]))
-                            for i, r in enumerate(rows, start=1) if str(i) in positions]
     uncertain = []
     for row in (anchored or {}).get("differences", []):
         p_value = (row.get("params") or {}).get("p_value")
@@ -79,6 +71,20 @@ def build_label_plan(table: LabelTable, score: ScoreSet, aspect: str,
                           "ci_high": row["ci_high"], "p_value": p_value})
     uncertain.sort(key=lambda r: abs(r["difference"]))
     return {"evaluator": score.evaluator, "metric": score.metric, "aspect": aspect,
-            "labelled": labelled, "pool": pool, "rows": rows, "chart": chart,
+            "labelled": labelled, "pool": pool, "rows": rows,
             "uncertain": uncertain,
             "systems": [{k: v for k, v in s.items() if k != "error"} for s in systems]}
+
+
+def plan_chart(plan: Mapping) -> dict | None:
+    """The chart of PLAN's rows: projected width against labels, one line per policy."""
+    rows = plan.get("rows") or []
+    if not rows:
+        return None
+    chart = charts.turn_lines([("uniform", [r["uniform"] for r in rows]),
+                               ("active", [r["active"] for r in rows])],
+                              y_label="mean 95% CI width", x_label="human labels")
+    positions = {t: x for x, t in chart["x_ticks"]}  # turn_lines numbers the points 1, 2, …
+    chart["x_ticks"] = [(positions[str(i)], str(r["labels"]))
+                        for i, r in enumerate(rows, start=1) if str(i) in positions]
+    return chart

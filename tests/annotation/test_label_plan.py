@@ -14,8 +14,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_plan_projects_both_policies_from_the_labels_so_far(client, study, staff):  # noqa: F811
-    plan = report_selectors.study_label_plan(study=study, evaluator="external:judge",
-                                             aspect="overall", metric="overall")
+    plan = report_selectors.study_anchored(study=study, evaluator="external:judge",
+                                           aspect="overall", metric="overall")["label_plan"]
     assert plan["labelled"] == 20 and plan["pool"] == 40
     assert [r["labels"] for r in plan["rows"]] == sorted(r["labels"] for r in plan["rows"])
     assert plan["rows"][-1]["labels"] == 40
