@@ -21,7 +21,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotation.lib import anchored, reports
+from annotation.lib import anchored, label_plan, reports
 from annotation.lib.labels import (
     REFERENCE,
     FieldSpec,
@@ -32,8 +32,11 @@ from annotation.lib.labels import (
     native_fields,
     native_rows,
 )
+from evaluation.lib.llm.registry import is_llm_evaluator
+from evaluation.lib.stats import judge_probes
 from evaluation.lib.stats.methods import interval_versions_key
 from evaluation.models import Dialogue, Job, Run, UnitScore
+from evaluation.selectors.judge_probes import judge_models
 
 from .models import Annotation, ImportedField, ImportedLabel, Study, StudyItem, StudyMember
 from .selectors import gold_accuracy
@@ -455,8 +458,31 @@ def study_metric_leaderboard(*, study: Study, aspect: str, include_private: bool
                                       unit_type=table.fields[aspect].unit_type,
                                       units=_labelled_units(table))
         flat = [score for sets in scores.values() for score in sets]
-        return reports.build_metric_leaderboard(table, flat, aspect)
+        board = reports.build_metric_leaderboard(table, flat, aspect)
+        _judge_flags(study, board, include_private)
+        return board
     return _cached(study, "metric-board", (aspect, include_private), build, runs=True)
+
+
+def _judge_flags(study: Study, board: dict, include_private: bool) -> None:
+    """Beside each LLM evaluator of BOARD, its self-preference flag (judge_probes): a judge model
+    of its runs shares its family with a system the board ranks. The length probe is on each
+    run's page."""
+    names = {row["evaluator"] for row in board["rows"] if is_llm_evaluator(row["evaluator"])}
+    if not names:
+        return
+    runs = _latest_runs(study.benchmark, include_private=include_private, evaluators=names)
+    systems = {run.submission.system.name: run.submission.system for run in runs}
+    ranked = [(name, " ".join([s.name, s.description, s.family, s.team]))
+              for name, s in sorted(systems.items())]
+    models: dict[str, set] = {}
+    for run in runs:
+        models.setdefault(run.evaluator, set()).update(judge_models(run.config))
+    for row in board["rows"]:
+        if row["evaluator"] in models:
+            checks = [{"model": m, **judge_probes.self_preference(m, ranked)}
+                      for m in sorted(models[row["evaluator"]])]
+            row["self_preference"] = {"flag": any(c["flag"] for c in checks), "checks": checks}
 
 
 def _metric_scores(study: Study, evaluator: str, unit_type: str,
@@ -504,7 +530,8 @@ def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
         report = anchored.build_anchored(table, score, aspect, seed=seed,
                                          labelled_fraction=labelled_fraction,
                                          matched_by_name=named)
-        return {**report, "study": study_snapshot(study=study, table=table)}
+        plan = label_plan.build_label_plan(table, score, aspect, report)
+        return {**report, "label_plan": plan, "study": study_snapshot(study=study, table=table)}
     return _cached(study, "anchored", (evaluator, aspect, metric, labelled_fraction, seed,
                                        include_private), build, runs=True)
 

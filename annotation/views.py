@@ -19,7 +19,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import arena_studies, face_selectors, report_selectors, selectors
-from annotation.lib import exports, reports
+from annotation.lib import exports, label_plan, reports
 from annotation.lib.rendering import render_markdown
 from annotation.lib.report_plan import report_plan
 from annotation.services import annotations, handout, members, studies, study_exports
@@ -392,8 +392,9 @@ def _anchored_section(study, evaluator: str, aspect: str, metric: str, *,
                              None if high is None else high - centre, filled)
                             for label, value, low, high, filled in rows],
                            centre=centre, digits=2) if rows else None
+    plan = {**report["label_plan"], "chart": label_plan.plan_chart(report["label_plan"])}
     return {"report": report, "systems": exports.display_table(systems),
-            "differences": exports.display_table(differences), "forest": forest,
+            "differences": exports.display_table(differences), "forest": forest, "plan": plan,
             "query": urlencode({"evaluator": evaluator, "aspect": aspect, "metric": metric})}
 
 
@@ -566,9 +567,13 @@ def metric_board(request, slug):
     """Evaluators ranked by their correlation with the study's human labels, per aspect."""
     study = get_study_for_metric_board(request.user, slug)
     board, fields = _board(request, study)
+    order = request.GET.get("sort") or "correlation"
+    if order not in reports.BOARD_ORDERS:
+        raise Http404("No such order.")
     for row in board.get("rows", []):
         row["bar"] = _ci_bar(row)
-    context = {"study": study, "board": board, "fields": fields,
+    context = {"study": study, "board": board, "fields": fields, "order": order,
+               "orders": reports.BOARD_ORDERS, "rows": reports.order_metric_board(board, order),
                "can_manage": can_manage_study(request.user, study),
                "public": report_selectors.metric_board_is_public(study),
                "formats": exports.FORMATS,

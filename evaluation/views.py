@@ -140,10 +140,13 @@ def run_detail(request, run_id):
                "axes": selectors.metrics_by_axis(results["metrics"]),
                "config_json": selectors.pretty_json(run.config)}
     if is_llm_evaluator(run.evaluator):
+        from evaluation.selectors.judge_probes import run_judge_probes
         from evaluation.selectors.llm_reports import run_llm_report
 
         context["llm"] = run_llm_report(run=run, page=request.GET.get("page"),
                                         include_hidden=can_see_hidden_units(request.user, run))
+        context["probes"] = run_judge_probes(
+            run=run, include_hidden=can_see_hidden_units(request.user, run))
     simulation = (Simulation.objects.filter(Q(run=run) | Q(sanitised_run=run))
                   .select_related("job", "system", "benchmark").first())
     if simulation is not None:

@@ -274,11 +274,27 @@ def metric_board_table(board: Mapping) -> Table:
                   "(95% dialogue-jackknife CI; ranks Holm-corrected)",
                   [("rank", "Rank"), ("evaluator", "Evaluator"), ("metric", "Metric"),
                    ("value", board["method"].capitalize()), ("ci_low", "CI low"),
-                   ("ci_high", "CI high"), ("n", "Units"), ("note", "Note")])
+                   ("ci_high", "CI high"), ("n", "Units"), ("note", "Note"),
+                   ("pa", "Pairwise acc."), ("pa_low", "PA CI low"), ("pa_high", "PA CI high"),
+                   ("spa", "Soft pairwise acc."), ("spa_low", "SPA CI low"),
+                   ("spa_high", "SPA CI high"), ("tc", "Tie-calibrated acc."),
+                   ("tc_low", "TC CI low"), ("tc_high", "TC CI high"),
+                   ("epsilon", "Tie threshold")],
+                  notes=["System level: " + "; ".join(
+                      f"{key}: {text}" for key, text in
+                      board.get("inference", {}).get("system_level", {}).items())])
     for row in board.get("rows", []):
+        level = row.get("system_level") or {}
+        cells = {}
+        for short, name in (("pa", "pairwise_accuracy"), ("spa", "soft_pairwise_accuracy"),
+                            ("tc", "tie_calibrated_accuracy")):
+            part = level.get(name) or {}
+            cells.update({short: part.get("value"), f"{short}_low": part.get("ci_low"),
+                          f"{short}_high": part.get("ci_high")})
         table.rows.append({"rank": row["rank"], "evaluator": row["evaluator"],
                            "metric": row["metric"], **_estimate_cells(row),
-                           "n": row["n"].get("units")})
+                           "n": row["n"].get("units"), **cells,
+                           "epsilon": level.get("epsilon")})
     return table
 
 

@@ -26,6 +26,7 @@ from annotation.lib.labels import (
     system_display,
 )
 from evaluation.lib import columns
+from evaluation.lib.stats import system_meta
 from evaluation.lib.stats.agreement import (
     ALPHA_INTERVAL,
     ALPHA_PAIR_INTERVAL,
@@ -531,11 +532,32 @@ def build_metric_leaderboard(table: LabelTable, scores: Sequence[ScoreSet], aspe
         clusters = {key: units[key]["dialogue_id"] or key[1] for key in human}
         ranked = rank_evaluators({label: s.values for label, s in candidates.items()}, human,
                                  method=method, clusters=clusters)
+        systems = system_meta.meta_evaluate(
+            human, {label: s.values for label, s in candidates.items()},
+            {key: key[0] for key in human}, clusters)
         for row in ranked:
             score = candidates[row.system]
-            rows.append({**row.to_dict(), "evaluator": score.evaluator, "metric": score.metric})
+            rows.append({**row.to_dict(), "evaluator": score.evaluator, "metric": score.metric,
+                         "system_level": systems[row.system]})
     return {"kind": "metric_leaderboard", "aspect": aspect, "aspect_label": spec.title,
             "unit_type": spec.unit_type, "method": method, "human_units": len(human),
             "rows": rows, "correction": "holm",
             "inference": {"interval": "dialogue jackknife, Fisher z, t with G - 1 df",
-                          "ranks": "Holm over all pairs of evaluators", "confidence": 0.95}}
+                          "ranks": "Holm over all pairs of evaluators", "confidence": 0.95,
+                          "system_level": system_meta.INFERENCE}}
+
+
+BOARD_ORDERS = {"correlation": "correlation", **system_meta.LABELS}
+
+
+def order_metric_board(board: Mapping, by: str) -> list[dict]:
+    """The board's rows ordered by BY: "correlation" (its rank order), or one of the system-level
+    statistics (system_meta.STATISTICS), best first, undefined last."""
+    rows = list(board.get("rows", []))
+    if by not in system_meta.STATISTICS:
+        return rows
+
+    def key(row: Mapping) -> tuple:
+        value = (row.get("system_level") or {}).get(by, {}).get("value")
+        return (value is None, -(value or 0.0))
+    return sorted(rows, key=key)

@@ -49,12 +49,19 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from evaluation.lib.stats import arena
+from evaluation.lib.stats import arena, system_meta
 from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.clustered import cluster_mean, paired_cluster_difference
 from evaluation.lib.stats.comparison import compare_systems
 from evaluation.lib.stats.correlation import correlation_with_ci, rank_evaluators
 from evaluation.lib.stats.ppi import AnchoredSample, anchored_mean
+from leaderboard.lib.calibration_active import DESIGNS as ACTIVE_DESIGNS
+from leaderboard.lib.calibration_active import saving as active_saving
+from leaderboard.lib.calibration_meta import (
+    META_DESIGNS,
+    length_slope_coverage,
+    meta_coverage,
+)
 from leaderboard.lib.calibration_validity import validity_coverage
 from leaderboard.lib.rank_tables import better_matrices, cluster_tables
 
@@ -567,7 +574,54 @@ def _checks() -> list[Check]:
         Check("validity_spearman_shown", "  share of studies given an interval", "shown",
               "simulator_validity (simulated boards' trust cell, simulators page)"),
         *_ppi_checks(),
+        *_meta_checks(),
+        *_active_checks(),
     ]
+
+
+def _active_checks() -> list[Check]:
+    out = []
+    for design in ACTIVE_DESIGNS:
+        out += [Check(f"active_saved_{design}", f"Labels saved by active handout, {design} judge",
+                      "ratio", "active.inclusion_probabilities + active_mean (study handout)"),
+                Check(f"active_coverage_{design}", f"  95% CI of the active estimate, {design}",
+                      "coverage", "active.active_mean (study handout)")]
+    return out
+
+
+def _run_active(by_key: dict[str, Check], reps: int, seed: int, first: int, counts,
+                only: Sequence[str] | None) -> None:
+    """Once per run (a pool of 1,000 units, not a dialogue count): shown under the first
+    count, "—" under the others."""
+    for k, design in enumerate(ACTIVE_DESIGNS):
+        keys = (f"active_saved_{design}", f"active_coverage_{design}")
+        if only is not None and not set(keys) & set(only):
+            continue
+        figures = active_saving(reps, seed + 50 + k, design)
+        for key, value in zip(keys, (figures["saved"], figures["coverage_active"]),
+                              strict=True):
+            by_key[key].values.update({g: math.nan for g in counts})
+            by_key[key].values[first] = math.nan if value is None else value
+
+
+def _meta_checks() -> list[Check]:
+    probes = [Check("judge_length_slope", "95% CI of a judge's length slope", "coverage",
+                    "judge_probes.length_slope (LLM run page)")]
+    return probes + [
+        Check(f"meta_{design}_{name}", f"95% CI of {system_meta.LABELS[name]}, {design}",
+              "coverage", "system_meta.meta_evaluate (metric leaderboard)")
+        for design in META_DESIGNS for name in system_meta.STATISTICS]
+
+
+def _run_meta(by_key: dict[str, Check], reps: int, base: int, dialogues: int,
+              only: Sequence[str] | None) -> None:
+    for k, design in enumerate(META_DESIGNS):
+        keys = {f"meta_{design}_{name}": name for name in system_meta.STATISTICS}
+        if only is not None and not set(keys) & set(only):
+            continue
+        figures = meta_coverage(reps, base + 40 + k, dialogues, design)
+        for key, name in keys.items():
+            by_key[key].values[dialogues] = figures[name]
 
 
 CHECK_KEYS = tuple(check.key for check in _checks())
@@ -610,6 +664,8 @@ def run_checks(
                 lambda rng: correlation_coverage(rng, d, "spearman"), reps, b + 8),
             "metric_board": lambda d=dialogues, b=base: _share(
                 lambda rng: metric_board_fwer(rng, d), reps, b + 9),
+            "judge_length_slope": lambda d=dialogues, b=base: _share(
+                lambda rng: length_slope_coverage(rng, d), reps, b + 60),
             # An interval that is not shown is not counted; "<key>_shown" is the share shown.
             **{f"alpha_{level}": lambda d=dialogues, b=base, level=level, k=k: _shown_share(
                 lambda rng: alpha_coverage(rng, d, level), reps, b + 10 + k)
@@ -653,6 +709,9 @@ def run_checks(
                 by_key[key].values[dialogues] = float(pairs[:, 0].mean())
                 by_key[f"{key}_jackknife"].values[dialogues] = float(pairs[:, 1].mean())
         _run_ppi(by_key, reps, base, dialogues, only)
+        _run_meta(by_key, reps, base, dialogues, only)
+    if dialogue_counts:
+        _run_active(by_key, reps, seed, dialogue_counts[0], dialogue_counts, only)
     return [check for check in checks if check.values]
 
 

@@ -28,8 +28,11 @@ def test_smoke_run_prints_every_check_at_every_dialogue_count(capsys):
             "metric_board"} <= keys
     for check in payload["checks"]:
         assert set(check["values"]) == {"10", "30"}
+        if check["kind"] == "ratio":  # e.g. the share of labels active handout saves: signed
+            continue
         assert all(value is None or 0.0 <= value <= 1.0 for value in check["values"].values())
-    coverage = [c["values"]["30"] for c in payload["checks"] if c["kind"] == "coverage"]
+    coverage = [c["values"]["30"] for c in payload["checks"] if c["kind"] == "coverage"
+                and not c["key"].startswith("active_")]  # active: once per run, at 10 only
     assert None not in coverage  # at 30 units every design shows intervals
     assert min(coverage) >= 0.75  # 20 repetitions: loose, but a broken interval fails it
 
@@ -162,3 +165,31 @@ def test_ppi_checks_cover_and_never_widen(capsys):
     assert min(checks["ppi_r0"], checks["ppi_r9"], checks["ppi_r9_biased"]) >= 0.85
     assert checks["ppi_r0_width_max"] <= 1.0 + 1e-12 and checks["ppi_r0_width"] > 0.9
     assert checks["ppi_r9_width"] < 0.6
+
+
+def test_system_level_meta_evaluation_checks_cover(capsys):
+    """The metric leaderboard's system-level intervals (system_meta.meta_evaluate) in both
+    designs: 30 studies of 10 dialogues per system; the documented run is in statistics.md."""
+    keys = [f"meta_{design}_{name}" for design in ("paired", "unpaired")
+            for name in ("pairwise_accuracy", "soft_pairwise_accuracy",
+                         "tie_calibrated_accuracy")]
+    call_command("bench_calibration", "--reps", "30", "--dialogues", "10", "--json", "--only",
+                 *keys)
+    checks = {c["key"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert set(checks) == set(keys)
+    assert all("system_meta.meta_evaluate" in c["code_path"] for c in checks.values())
+    # 30 studies: loose; a broken interval (or one around the wrong centre) fails it
+    assert min(c["values"]["10"] for c in checks.values()) >= 0.7
+
+
+def test_active_handout_rows_are_measured_once_per_run(capsys):
+    """Label these next (active.py): the share of labels saved and the active estimate's
+    coverage, per judge design, shown under the first dialogue count only."""
+    keys = ["active_saved_failures", "active_coverage_failures"]
+    call_command("bench_calibration", "--reps", "20", "--dialogues", "10", "30", "--json",
+                 "--only", *keys)
+    checks = {c["key"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert set(checks) == set(keys)
+    assert checks["active_coverage_failures"]["values"]["30"] is None
+    assert checks["active_coverage_failures"]["values"]["10"] >= 0.8
+    assert -0.5 < checks["active_saved_failures"]["values"]["10"] < 0.5

@@ -1,0 +1,37 @@
+"""Label these next (annotation/lib/label_plan.py) on the small imported study of
+test_anchored: the report's human-anchored section projects the CI width against the number of
+labels for both handout policies, equal to evaluation/lib/stats/active.py on the same numbers,
+and names the system pairs still uncertain."""
+
+import numpy as np
+import pytest
+
+from annotation import report_selectors
+from evaluation.lib.stats import active
+from tests.annotation.test_anchored import HUMAN, JUDGE, UNITS, fresh_cache, study  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_plan_projects_both_policies_from_the_labels_so_far(client, study, staff):  # noqa: F811
+    plan = report_selectors.study_anchored(study=study, evaluator="external:judge",
+                                           aspect="overall", metric="overall")["label_plan"]
+    assert plan["labelled"] == 20 and plan["pool"] == 40
+    assert [r["labels"] for r in plan["rows"]] == sorted(r["labels"] for r in plan["rows"])
+    assert plan["rows"][-1]["labels"] == 40
+    # one system here: its projection is active.width_curve on the same numbers
+    f = np.array([JUDGE[u] for u in sorted(UNITS)])
+    labelled = [i for i, u in enumerate(sorted(UNITS)) if u in UNITS[:20]]
+    y = np.array([HUMAN[sorted(UNITS)[i]] for i in labelled])
+    error = active.predicted_error(f, labelled, y)
+    first = plan["rows"][0]
+    expected = active.width_curve(error, float(np.std(y, ddof=1)), [first["labels"]])[0]
+    assert first["uniform"] == pytest.approx(expected["uniform"])
+    assert first["active"] == pytest.approx(expected["active"])
+    assert plan["uncertain"] == []  # one system: no pair
+    client.force_login(staff)
+    page = client.get(f"/studies/{study.slug}/report/",
+                      {"evaluator": "external:judge", "aspect": "overall"}).content.decode()
+    assert 'id="label-plan"' in page and 'id="label-plan-chart"' in page
+    assert 'data-policy="active"' in page and 'data-policy="uniform"' in page
+    assert "one system: there is no ranking to settle" in page
