@@ -80,7 +80,8 @@ def _core_metrics() -> tuple[MetricSpec, ...]:
     specs.append(_judge(DEBATE_SCORE, "dialogue", 0, 100,
                         "Final debate score: mean of the four roles' last scores (0–100)."))
     specs.append(_judge(PERSUASIVENESS, "dialogue", 0, 2,
-                        "iEvaLM persuasiveness of the system's last explanation (0–2)."))
+                        "iEvaLM persuasiveness (0–2, iEvaLM's rubric, as CoRE §6.3–6.4 use it) "
+                        "of the system's last explanation, an LLM in the user's place."))
     specs += [
         MetricSpec(session_recall_metric(k), ACCURACY, "dialogue", "higher", (0, 1),
                    f"Share of the ground-truth items in the first {k} of the session list.")

@@ -12,7 +12,10 @@ import pytest
 
 from evaluation.lib.live.contract import LiveAnswer
 from evaluation.lib.llm.answer_format import AnswerFormatError
-from evaluation.lib.llm.core_recall_persuasiveness import PERSUASIVENESS_FORMAT
+from evaluation.lib.llm.core_recall_persuasiveness import (
+    IEVALM_PERSUASIVENESS_RUBRIC,
+    PERSUASIVENESS_FORMAT,
+)
 from evaluation.lib.simulators.simulators import (
     SIMULATORS,
     IEvaLMSimulator,
@@ -154,5 +157,6 @@ def test_ievalm_sends_its_utterance_schema_and_checks_the_persuasiveness_regex(
     utterances, persuasiveness = server.requests[:2], server.requests[2]
     assert [sent_format(r)["json_schema"]["name"] for r in utterances] == ["sim_utterance"] * 2
     assert sent_format(persuasiveness) is None  # a regex: the openai backend only checks it
+    assert IEVALM_PERSUASIVENESS_RUBRIC in persuasiveness.prompt_text  # the one CoRE asks
     assert PERSUASIVENESS_FORMAT.kind == "regex"
     assert PERSUASIVENESS_FORMAT.name == "ievalm_persuasiveness"
