@@ -188,7 +188,7 @@ def _tags(keys: Sequence[str], value: int) -> str:
 
 
 register(LLMEvaluator(
-    CORE, "1.0.0", "log", "dialogue", "CoRE: twelve factors and a four-role debate",
+    CORE, "1.1.0", "log", "dialogue", "CoRE: twelve factors and a four-role debate",
     _core_metrics(), scores="logs",
     docs="CoRE (Wang et al.): twelve factors 0–4 and a four-role debate 0–100 per log, with "
          "iEvaLM persuasiveness and Recall@k on the session list.",
