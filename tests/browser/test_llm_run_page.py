@@ -39,6 +39,8 @@ def test_core_run_page_shows_factors_debate_chart_and_cost(page, llm_server, log
     assert page.evaluate("window.pwned === undefined") and not dialogs
     assert unit.locator("table.llm-round").count() == 4
     assert "Round 4" in unit.locator("table.llm-round").nth(3).inner_text()
+    # the label names the rubric that computed it (CoRE §6.3–6.4 use iEvaLM's)
+    assert "Persuasiveness (iEvaLM's rubric, 0–2): 1" in unit.inner_text()
     screenshot(page, "core-run-page")
 
 

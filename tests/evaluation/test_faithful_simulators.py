@@ -154,7 +154,7 @@ def test_pepper_shows_four_items_discloses_gradually_and_prepares_preferences_on
             benchmark=big_benchmark, system=system, simulator="pepper", users=3, turns=2,
             model=model(llm), enqueue=False))
     assert first.job.status == Job.Status.SUCCEEDED, first.job.error
-    assert first.config["shown_k"] == 4 and first.config["version"] == "2.0"
+    assert first.config["shown_k"] == 4 and first.config["version"] == "2.1"
     assert "top 4 shown" in simulation_design(first.config).label
     prompts = [r.prompt_text for r in llm.requests]
     # Preparation: once per user, before the dialogue, stored (d1 and d3 have the same history:

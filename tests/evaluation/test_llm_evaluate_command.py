@@ -28,7 +28,7 @@ def test_evaluate_core_from_the_command_line_then_again_for_free(llm_server, llm
 
     first = evaluate(evaluator="core", submission=str(path), model="openai/scripted-judge",
                      profile=server.profile, no_debate=True)
-    assert "core 1.0.0" in first and "core.coherence" in first and "LLM judge" in first
+    assert "core 1.1.0" in first and "core.coherence" in first and "LLM judge" in first
     assert ("LLM usage (openai/scripted-judge): 26 calls answered: 26 by the model, 0 from "
             "the cache (free)") in first
     assert "cost unknown (no price for this model)" in first

@@ -113,7 +113,7 @@ def test_ievalm_knows_its_targets_continues_the_dataset_and_ends_when_one_is_rec
             model=model_options(profile=llm.profile, model="openai/scripted-user"),
             enqueue=False))
     assert simulation.job.status == Job.Status.SUCCEEDED, simulation.job.error
-    assert simulation.config["accept_at"] == 50 and simulation.config["version"] == "2.0"
+    assert simulation.config["accept_at"] == 50 and simulation.config["version"] == "2.1"
     d1 = simulation.dialogues.get(source_dialogue_id="d1")
     # d1's dataset context is its first user turn: it opens the simulated dialogue as is
     assert [t["action"] for t in d1.turns] == ["context", "recommend", "reject_and_refine",

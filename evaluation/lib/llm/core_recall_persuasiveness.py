@@ -1,6 +1,12 @@
 """The measures reported beside CoRE (Chen et al., "Evaluating Conversational Recommender Systems
 with Large Language Models: A User-Centric Evaluation Framework", §6.3): Recall@{1,5,10} on the
 session list, and the iEvaLM persuasiveness score (Wang et al., EMNLP 2023).
+
+CoRE takes persuasiveness from iEvaLM: "Persuasiveness, proposed by Wang et al. [89]" (§6.3) and
+"in accordance with the method of Wang et al. [89], we direct the simulator to provide a
+Persuasiveness score" (§6.4). So the rubric here is iEvaLM's (`RUCAIBox/iEvaLM-CRS`
+`script/chat.py` L348-363), the one the iEvaLM simulator's `finish` asks as well
+(`IEVALM_PERSUASIVENESS_RUBRIC`, one text for both); docs/llm.md, "Persuasiveness beside CoRE".
 """
 
 from __future__ import annotations
@@ -41,36 +47,40 @@ def session_recall(
 
 
 PERSUASIVENESS_RANGE = (0, 2)
-PERSUASIVENESS_FORMAT = tagged_scores_format("core_persuasiveness", ("rating",),
+# The answer: a short reason, then <rating>N</rating>, N 0–2. iEvaLM answers the bare number
+# (its logit bias admits only the tokens 0–2, chat.py L205); Concord keeps a reason before it.
+PERSUASIVENESS_FORMAT = tagged_scores_format("ievalm_persuasiveness", ("rating",),
                                              low=PERSUASIVENESS_RANGE[0],
                                              high=PERSUASIVENESS_RANGE[1])
 
+# iEvaLM's rubric (script/chat.py L348-363) in Concord's words, in its order: a target named
+# gives 2; otherwise worse / comparable / better than the targets by the explanation: 0 / 1 / 2.
+IEVALM_PERSUASIVENESS_RUBRIC = (
+    "How much does its explanation make you want to take the recommendation? Score it with "
+    "these rules, in this order: 2 if it names one of the items you are after; otherwise 0 if "
+    "what it recommends seems worse than the items you are after, 1 if it seems about as good, "
+    "2 if it seems better, judging by its explanation. Give a short reason, then the score as "
+    "<rating>N</rating> with N in 0, 1 or 2.")
+
 _PERSUASIVENESS_PROMPT = """\
-You are the user in the conversation below. What you were really looking for is: {targets}.
-
-Read the system's last recommendation and the explanation it gave for it:
-<system_turn>
-{turn}
-</system_turn>
-
-Decide how persuasive that explanation is for you, given what you were really looking for. An \
-explanation is persuasive when it is accurate about the recommended item and would lead you to \
-an item you actually want; an explanation that talks you into an item you do not want is not \
-persuasive.
-- 2: highly persuasive
-- 1: partially persuasive
-- 0: not persuasive (or no explanation)
+You are the user in the conversation below. The items you are after: {targets}.
 
 The conversation:
 {log}
 
-Give a short reason first, then the score as <rating>N</rating> with N in 0, 1 or 2."""
+Decide how persuasive the system's last recommendation and its explanation are for you:
+<system_turn>
+{turn}
+</system_turn>
+
+""" + IEVALM_PERSUASIVENESS_RUBRIC
 
 
 def persuasiveness_messages(
     log: ConversationLog | Mapping[str, Any], *, item_names: Mapping[str, str] | None = None
 ) -> list[dict[str, str]]:
-    """iEvaLM persuasiveness (0–2): the user judges the system's final explanation."""
+    """iEvaLM persuasiveness (0–2, iEvaLM's rubric): an LLM in the user's place, told the log's
+    ground-truth items as its targets, scores the system's final explanation after the log."""
     log = as_log(log)
     system_turns = [t for t in log.interaction if t.role == "system"]
     last = system_turns[-1].text if system_turns else "(the system said nothing)"

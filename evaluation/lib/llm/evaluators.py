@@ -80,7 +80,8 @@ def _core_metrics() -> tuple[MetricSpec, ...]:
     specs.append(_judge(DEBATE_SCORE, "dialogue", 0, 100,
                         "Final debate score: mean of the four roles' last scores (0–100)."))
     specs.append(_judge(PERSUASIVENESS, "dialogue", 0, 2,
-                        "iEvaLM persuasiveness of the system's last explanation (0–2)."))
+                        "iEvaLM persuasiveness (0–2, iEvaLM's rubric, as CoRE §6.3–6.4 use it) "
+                        "of the system's last explanation, an LLM in the user's place."))
     specs += [
         MetricSpec(session_recall_metric(k), ACCURACY, "dialogue", "higher", (0, 1),
                    f"Share of the ground-truth items in the first {k} of the session list.")
@@ -187,7 +188,7 @@ def _tags(keys: Sequence[str], value: int) -> str:
 
 
 register(LLMEvaluator(
-    CORE, "1.0.0", "log", "dialogue", "CoRE: twelve factors and a four-role debate",
+    CORE, "1.1.0", "log", "dialogue", "CoRE: twelve factors and a four-role debate",
     _core_metrics(), scores="logs",
     docs="CoRE (Wang et al.): twelve factors 0–4 and a four-role debate 0–100 per log, with "
          "iEvaLM persuasiveness and Recall@k on the session list.",

@@ -26,7 +26,13 @@ docs/simulation.md cites, for each choice below, the file and line of the author
   the seen items the user rated well (likes) or badly (dislikes), reflections are rules.
 
 LLM simulators go through the gateway (cache, cost, retries, concurrency); a simulator answer
-that cannot be parsed after the re-asks raises `SimulatorError` and fails the dialogue.
+that cannot be parsed after the re-asks raises `SimulatorError` and fails the dialogue. Every
+prompt of an LLM simulator declares its answer format (`Simulator.prompts`, as the evaluators'
+registered objects do; docs/simulation.md, "Answer formats"): a compact JSON schema (bounded
+lengths and list sizes, the shown item ids and the opinions as enums) or, for the persuasiveness
+score, the tag regex. The format goes to the gateway, which constrains the call where the
+model's backend can, and every answer is read through it (the JSON object, whole or found in
+prose, must satisfy the schema), then re-asked with the reason when it does not.
 """
 
 from __future__ import annotations
@@ -41,9 +47,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.lib.live.contract import LiveAnswer
-from evaluation.lib.llm.core_recall_persuasiveness import parse_persuasiveness
+from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError, compact_json
+from evaluation.lib.llm.core_recall_persuasiveness import (
+    IEVALM_PERSUASIVENESS_RUBRIC,
+    PERSUASIVENESS_FORMAT,
+    parse_persuasiveness,
+)
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
-from evaluation.lib.llm.judging import Parsed, ask_until_parsed, extract_json_object
+from evaluation.lib.llm.judging import Parsed, ask_until_parsed, json_answer
+from evaluation.lib.llm.registry import Prompt
 from evaluation.lib.metrics.ievalm import ACCEPT_AT, accepts
 from evaluation.lib.simulators.leakage import SANITISED, SANITISED_LABEL
 from evaluation.lib.simulators.users import HistoryView, ItemCard, TargetView
@@ -85,6 +97,7 @@ class Simulator(ABC):
     target_based = False
     needs_llm = False
     prepares = False  # derives the user's general preferences once, before any dialogue
+    prompts: tuple[Prompt, ...] = ()  # an LLM simulator's prompts and their answer formats
 
     def __init__(self, *, shown_k: int = DEFAULT_SHOWN_K, seed: int = 0):
         if not 1 <= shown_k <= MAX_SHOWN_K:
@@ -206,7 +219,76 @@ def _transcript(state: SimState) -> str:
 
 
 def _reask(problem: str) -> str:
-    return f"Your reply could not be used: {problem}. Reply with the JSON object only."
+    return (f"Your reply could not be used: {problem}. Reply with the JSON object only, on one "
+            "line, in the format asked for.")
+
+
+# --- answer formats (docs/simulation.md, "Answer formats") -------------------------------------
+
+UTTERANCE_CHARS = 600  # one or two sentences, with room to spare
+PREFERENCE_CHARS, PREFERENCES = 160, 12  # one binary preference; at most this many per list
+NARRATIVE_CHARS = 600  # two sentences in the first person
+REASON_CHARS = 300  # one reflection's reason
+
+_UTTERANCE = {"type": "string", "minLength": 1, "maxLength": UTTERANCE_CHARS}
+_PREFERENCE_LIST = {"type": "array", "maxItems": PREFERENCES,
+                    "items": {"type": "string", "minLength": 1, "maxLength": PREFERENCE_CHARS}}
+
+
+def _object(**properties) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": list(properties),
+            "properties": properties}
+
+
+# PEPPER's preparation step: general preferences (likes, dislikes, a narrative).
+PREPARATION_FORMAT = AnswerFormat("pepper_preferences", json_schema=_object(
+    likes=_PREFERENCE_LIST, dislikes=_PREFERENCE_LIST,
+    narrative={"type": "string", "maxLength": NARRATIVE_CHARS}))
+# One message to the recommender (PEPPER's opening; every iEvaLM user message).
+UTTERANCE_FORMAT = AnswerFormat("sim_utterance", json_schema=_object(utterance=_UTTERANCE))
+OPINIONS = ("like", "dislike")
+
+
+def reflection_format(item_ids: Sequence[str]) -> AnswerFormat:
+    """PEPPER's turn, per call: a reflection on each shown item (its id one of ITEM_IDS, an
+    enum; at most one per item), then the next message."""
+    ids = list(dict.fromkeys(str(i) for i in item_ids))
+    reflections: dict[str, Any] = {"type": "array", "maxItems": len(ids)}
+    if ids:
+        reflections["items"] = _object(
+            item_id={"type": "string", "enum": ids},
+            opinion={"type": "string", "enum": list(OPINIONS)},
+            reason={"type": "string", "maxLength": REASON_CHARS})
+    return AnswerFormat("pepper_reflections", json_schema=_object(
+        reflected_preferences=reflections, utterance=_UTTERANCE))
+
+
+def _ask_for(shape: str) -> str:
+    """The prompt's last line: compact JSON of SHAPE (its `<…>` placeholders are to be filled
+    in; an answer that copies one is refused)."""
+    return f"Reply with one line of compact JSON only, no other text: {shape}"
+
+
+def format_parser(answer_format: AnswerFormat):
+    """Parse an answer through ANSWER_FORMAT: the JSON object (the whole answer, as a constrained
+    call gives it, or the first one found in prose or a code fence, as an unconstrained model
+    may write it) must satisfy the schema; otherwise its reason is the re-ask's problem. Keys
+    the schema does not name are dropped first (harmless in an unconstrained answer)."""
+    known = answer_format.json_schema["properties"]
+
+    def parse(text: str) -> Parsed[dict]:
+        found = json_answer(text, answer_format)
+        if found.value is None:
+            return found
+        value = {key: found.value[key] for key in known if key in found.value}
+        try:
+            answer_format.check(compact_json(value))
+        except AnswerFormatError as error:
+            return Parsed(problem=error.reason)
+        if "utterance" in value and not value["utterance"].strip():
+            return Parsed(problem='"utterance" is empty')
+        return Parsed(value)
+    return parse
 
 
 class _LLMSimulator(Simulator):
@@ -226,34 +308,22 @@ class _LLMSimulator(Simulator):
         return {**super().preparation_config(), "model": self.model.model,
                 "temperature": self.model.temperature}
 
-    def ask(self, state: SimState | None, messages, parse, *, reask=_reask) -> Any:
-        outcome = self.ask_outcome(state, messages, parse, reask=reask)
+    def ask(self, state: SimState | None, messages, answer_format: AnswerFormat) -> Any:
+        """The answer to MESSAGES in ANSWER_FORMAT (a JSON object), or `SimulatorError`."""
+        outcome = self.ask_outcome(state, messages, answer_format, format_parser(answer_format))
         if outcome.value is None:
             raise SimulatorError(f"{self.name} simulator: {outcome.failure}")
         return outcome.value
 
-    def ask_outcome(self, state: SimState | None, messages, parse, *, reask=_reask):
+    def ask_outcome(self, state: SimState | None, messages, answer_format: AnswerFormat, parse,
+                    *, reask=_reask):
         started = time.perf_counter()
         outcome = ask_until_parsed(self.gateway, self.model, messages, parse, reask,
-                                   max_reasks=self.max_reasks, meter=self.meter)
+                                   max_reasks=self.max_reasks, meter=self.meter,
+                                   answer_format=answer_format)
         if state is not None:
             state.llm_seconds += time.perf_counter() - started
         return outcome
-
-
-def _utterance_parser(*extra: str):
-    def parse(text: str) -> Parsed[dict]:
-        data = extract_json_object(text)
-        if data.value is None:
-            return data
-        utterance = data.value.get("utterance")
-        if not isinstance(utterance, str) or not utterance.strip():
-            return Parsed(problem='"utterance" must be a non-empty string')
-        for key in extra:
-            if not isinstance(data.value.get(key), list):
-                return Parsed(problem=f'"{key}" must be a list')
-        return Parsed(data.value)
-    return parse
 
 
 # PEPPER's gradual disclosure (prompts/user_simulator_prompt.txt L20-21 and L26), in Concord's
@@ -267,8 +337,19 @@ GRADUAL_DISCLOSURE = (
 
 
 class PepperSimulator(_LLMSimulator):
-    name, version = "pepper", "2.0"
+    name, version = "pepper", "2.1"
     prepares = True
+    prompts = (
+        Prompt("prepare", "general preferences from the seen items' reviews, once per user",
+               PREPARATION_FORMAT, example='{"likes":["fresh seafood"],"dislikes":'
+               '["loud music"],"narrative":"I like quiet seafood places."}'),
+        Prompt("opening", "the first message, with one preference", UTTERANCE_FORMAT,
+               example='{"utterance":"Any quiet seafood place nearby?"}'),
+        Prompt("respond", "reflections on the shown items, then the next message",
+               format_for=reflection_format,
+               example='{"reflected_preferences":[{"item_id":"r1","opinion":"like","reason":'
+                       '"seafood"}],"utterance":"I like r1; anything quieter?"}'),
+    )
 
     def prepare(self, history):
         """PEPPER's preparation step (§3.2.1; 3_generate_gp.py): likes, dislikes and a short
@@ -277,20 +358,13 @@ class PepperSimulator(_LLMSimulator):
             {"role": "system", "content": "You summarise a person's tastes from their reviews."},
             {"role": "user", "content": (
                 "Here are places this person visited, with their reviews:\n"
-                f"{_seen_text(history)}\n\nFocus on the most representative features. Reply "
-                'with JSON only: {"likes": ["<short binary preference>", ...], '
-                '"dislikes": ["...", ...], "narrative": "<two sentences in the first person>"}')},
+                f"{_seen_text(history)}\n\nFocus on the most representative features: at "
+                f"most {PREFERENCES} likes and {PREFERENCES} dislikes, each a short binary "
+                "preference. " + _ask_for(
+                    '{"likes":["<short binary preference>"],"dislikes":["<short binary '
+                    'preference>"],"narrative":"<two sentences in the first person>"}'))},
         ]
-
-        def parse(text):
-            data = extract_json_object(text)
-            if data.value is None:
-                return data
-            if not all(isinstance(data.value.get(k), list) for k in ("likes", "dislikes")):
-                return Parsed(problem='"likes" and "dislikes" must be lists of strings')
-            return Parsed(data.value)
-
-        prefs = self.ask(None, messages, parse)
+        prefs = self.ask(None, messages, PREPARATION_FORMAT)
         return {"likes": [str(x) for x in prefs["likes"]],
                 "dislikes": [str(x) for x in prefs["dislikes"]],
                 "narrative": str(prefs.get("narrative") or "")}
@@ -308,8 +382,8 @@ class PepperSimulator(_LLMSimulator):
                     {"role": "user", "content": (
                         "Nothing has been recommended yet. Start the conversation with a "
                         "recommender: say what you are after, with one of your preferences "
-                        '(not all of them). JSON only: {"utterance": "..."}')}]
-        data = self.ask(state, messages, _utterance_parser())
+                        "(not all of them). " + _ask_for('{"utterance":"<your message>"}'))}]
+        data = self.ask(state, messages, UTTERANCE_FORMAT)
         state.transcript.append(("user", data["utterance"]))
         return Utterance(data["utterance"], "greet_and_seek")
 
@@ -333,12 +407,14 @@ class PepperSimulator(_LLMSimulator):
                         "an angle the conversation has not covered yet. Then write your next "
                         "message to the recommender: pick the single most important new point "
                         "from those reflections and your preferences, one you have not made "
-                        "before. "
-                        'JSON only: {"reflected_preferences": [{"item_id": "...", "opinion": '
-                        '"like|dislike", "reason": "..."}], "utterance": "..."}')}]
-        data = self.ask(state, messages, _utterance_parser("reflected_preferences"))
-        state.reflections.append([r for r in data["reflected_preferences"]
-                                  if isinstance(r, dict)])
+                        "before. At most one reflection per item, its item_id one of the ids "
+                        "in brackets, its opinion like or dislike. " + _ask_for(
+                            '{"reflected_preferences":[{"item_id":"<an id shown above>",'
+                            '"opinion":"like","reason":"<your reason>"}],'
+                            '"utterance":"<your message>"}'))}]
+        data = self.ask(state, messages,
+                        reflection_format([c.id for c in shown[:self.shown_k]]))
+        state.reflections.append(list(data["reflected_preferences"]))
         state.transcript.append(("user", data["utterance"]))
         return Utterance(data["utterance"], "provide_preference")
 
@@ -349,8 +425,15 @@ def _persuasiveness_reask(problem: str) -> str:
 
 
 class IEvaLMSimulator(_LLMSimulator):
-    name, version = "ievalm", "2.0"
+    name, version = "ievalm", "2.1"
     target_based = True
+    # Acceptance is not asked of the LLM: it is iEvaLM's rule on the list (`accepts`).
+    prompts = (
+        Prompt("utterance", "the next message: refuse and describe the targets",
+               UTTERANCE_FORMAT, example='{"utterance":"No, something quieter by the sea."}'),
+        Prompt("persuasiveness", "iEvaLM's rubric after the dialogue; <rating> 0-2",
+               PERSUASIVENESS_FORMAT, example="It names one.\n<rating>2</rating>"),
+    )
 
     def __init__(self, *, accept_at: int = ACCEPT_AT, **options):
         super().__init__(**options)
@@ -400,8 +483,9 @@ class IEvaLMSimulator(_LLMSimulator):
         messages = [{"role": "system", "content": self._persona(state)},
                     {"role": "user", "content": (
                         f"The conversation so far:\n{_transcript(state)}\n\nWrite your next "
-                        'message to the recommender. JSON only: {"utterance": "..."}')}]
-        data = self.ask(state, messages, _utterance_parser())
+                        "message to the recommender. "
+                        + _ask_for('{"utterance":"<your message>"}'))}]
+        data = self.ask(state, messages, UTTERANCE_FORMAT)
         state.transcript.append(("user", data["utterance"]))
         return Utterance(data["utterance"], "greet_and_seek")
 
@@ -418,9 +502,9 @@ class IEvaLMSimulator(_LLMSimulator):
         messages = [{"role": "system", "content": self._persona(state)},
                     {"role": "user", "content": (
                         f"The conversation so far:\n{_transcript(state)}\n\nNothing suggested "
-                        "is what you are after. Reply to the recommender. JSON only: "
-                        '{"utterance": "..."}')}]
-        data = self.ask(state, messages, _utterance_parser())
+                        "is what you are after. Reply to the recommender. "
+                        + _ask_for('{"utterance":"<your message>"}'))}]
+        data = self.ask(state, messages, UTTERANCE_FORMAT)
         state.transcript.append(("user", data["utterance"]))
         return Utterance(data["utterance"], "reject_and_refine")
 
@@ -434,15 +518,10 @@ class IEvaLMSimulator(_LLMSimulator):
         messages = [{"role": "system", "content": self._persona(state)},
                     {"role": "user", "content": (
                         f"The conversation:\n{_transcript(state)}\n\nWith its last message the "
-                        f"recommender listed:\n{listed or '(nothing)'}\n\nHow much does its "
-                        "explanation make you want to take the recommendation? Score it with "
-                        "these rules, in this order: 2 if it names one of the items you are "
-                        "after; otherwise 0 if what it recommends seems worse than the items you "
-                        "are after, 1 if it seems about as good, 2 if it seems better, judging by "
-                        "its explanation. Give a short reason, then the score as "
-                        "<rating>N</rating> with N in 0, 1 or 2.")}]
-        outcome = self.ask_outcome(state, messages, parse_persuasiveness,
-                                   reask=_persuasiveness_reask)
+                        f"recommender listed:\n{listed or '(nothing)'}\n\n"
+                        + IEVALM_PERSUASIVENESS_RUBRIC)}]
+        outcome = self.ask_outcome(state, messages, PERSUASIVENESS_FORMAT,
+                                   parse_persuasiveness, reask=_persuasiveness_reask)
         if outcome.value is None:
             return {"persuasiveness": None, "persuasiveness_failure": outcome.failure}
         return {"persuasiveness": outcome.value.score,

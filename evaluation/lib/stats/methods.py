@@ -278,6 +278,7 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
 # computed (issue 30: citation precision's text said "bootstrap" over a jackknife-t interval).
 INTERVAL_PHRASES: dict[str, str] = {
     "jackknife_t": "jackknife",
+    "stratified_jackknife_t": "jackknife",  # PPI++ (ppi.anchored_mean): labelled and not
     "jackknife_t_logit": "logit scale",
     "jackknife_fisher_z_t": "jackknife",
     "jackknife_root_icc_z_t": "studentized jackknife",

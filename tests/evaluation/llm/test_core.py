@@ -15,6 +15,7 @@ from evaluation.lib.llm.core_factors import (
     score_factors,
 )
 from evaluation.lib.llm.core_recall_persuasiveness import (
+    IEVALM_PERSUASIVENESS_RUBRIC,
     parse_persuasiveness,
     persuasiveness_messages,
     recall_at_k,
@@ -278,7 +279,8 @@ def test_realistic_log_recall():
 def test_persuasiveness_prompt_and_parse(llm_server, gateway):
     messages = persuasiveness_messages(REALISTIC_LOG, item_names=ITEM_NAMES)
     content = messages[0]["content"]
-    assert "What you were really looking for is: Finding Nemo (2003)." in content
+    assert "The items you are after: Finding Nemo (2003)." in content
+    assert IEVALM_PERSUASIVENESS_RUBRIC in content  # CoRE §6.4 uses iEvaLM's method
     assert "The Sea Beast (2022) is a great next adventure" in content.split("<system_turn>")[1]
     assert "<groundtruth_list>" not in content
     assert parse_persuasiveness("<rating>2</rating>").value.score == 2

