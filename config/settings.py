@@ -481,6 +481,9 @@ ARENA_BATTLES_PER_HOUR_SESSION = env_int("CONCORD_ARENA_BATTLES_PER_HOUR_SESSION
 ARENA_BATTLES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_BATTLES_PER_HOUR_ADDRESS", 60)
 ARENA_MESSAGES_PER_HOUR_SESSION = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_SESSION", 120)
 ARENA_MESSAGES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_ADDRESS", 400)
+# Whether a researcher's request to add their live system to a benchmark's arena waits for
+# staff (approve or reject on /arena-requests/) or is granted at once (docs/operations.md).
+ARENA_REQUIRE_APPROVAL = env_bool("CONCORD_ARENA_REQUIRE_APPROVAL", PRODUCTION)
 
 # Deadlines on outbound calls (docs/operations.md, "Deadlines and hostile answers"): the threads
 # per process that in-process baselines answer on (a caller waits at most the system's timeout;

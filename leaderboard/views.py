@@ -69,6 +69,7 @@ from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemForm
 from .selectors import arenas as arena_selectors
 from .selectors.arena_agreement import arena_agreement
+from .selectors.arena_requests import arena_requests_waiting_count, system_arena_panel
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
 from .selectors.auto_evaluations import submission_auto_evaluations
 from .selectors.boards import (
@@ -350,6 +351,8 @@ def system_detail(request, slug):
     context = {"system": system, "boards": boards, "can_write": can_write_system(
         request.user, system), "submissions": system_submissions(
         system=system, user=request.user)}
+    if context["can_write"]:
+        context["arena_panel"] = system_arena_panel(system=system, user=request.user)
     if context["can_write"] and system.live_kind == "http" and system.live_credential:
         context["credential_problem"] = credential_problem(system.live_credential,
                                                            owner=system.owner)
@@ -669,8 +672,10 @@ def arena_index(request):
     benchmark = request.GET.get("benchmark", "")
     if benchmark:
         arenas = arenas.filter(benchmark__slug=benchmark)
+    waiting = arena_requests_waiting_count() if request.user.is_staff else None
     return render(request, "leaderboard/arena_index.html",
-                  {"arenas": arena_vote_counts(arenas), "benchmark": benchmark})
+                  {"arenas": arena_vote_counts(arenas), "benchmark": benchmark,
+                   "requests_waiting": waiting})
 
 
 def arena_ratings_page(request, slug):

@@ -140,6 +140,16 @@ ACCESS.update({
                                 ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
     "leaderboard:system_simulate": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
                                     ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
+    # a researcher adds their live system to an arena (no benchmark named: 404 for the owner)
+    "leaderboard:system_arena_join": [
+        ({"slug": "lb-public"}, "post", {**_OWNER_WRITES, "researcher": 404, "staff": 404}),
+        ({"slug": "lb-private"}, "post", {**_OWNER_WRITES_PRIVATE, "researcher": 404,
+                                          "staff": 404})],
+    "leaderboard:arena_requests": [({}, "get", {**dict.fromkeys(PERSONAS, 403),
+                                                "anonymous": 302, "staff": 200})],
+    "leaderboard:arena_request_approve": [({"pk": 999999}, "post", {**_NONE,
+                                                                    "anonymous": 302})],
+    "leaderboard:arena_request_reject": [({"pk": 999999}, "post", {**_NONE, "anonymous": 302})],
     "leaderboard:submission_create": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
                                       ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
     # a staged upload: its uploader's and staff's only (tests/leaderboard/test_staged_uploads.py)
