@@ -71,7 +71,11 @@ from .selectors import arenas as arena_selectors
 from .selectors.arena_agreement import arena_agreement
 from .selectors.arena_requests import arena_requests_waiting_count, system_arena_panel
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
-from .selectors.auto_evaluations import submission_auto_evaluations
+from .selectors.auto_evaluations import (
+    log_scoring,
+    log_upload_scoring,
+    submission_auto_evaluations,
+)
 from .selectors.boards import (
     benchmark_leaderboard_counts,
     board_protocols,
@@ -415,6 +419,7 @@ def submission_create(request, slug):
                           initial={"benchmark": request.GET.get("benchmark"),
                                    "protocol": request.GET.get("protocol") or "turn"})
     context = {"system": system, "form": form, "quota": system_daily_quota(system),
+               "log_scoring": log_upload_scoring(benchmarks=form.benchmarks.values()),
                "used": submissions_today(system),
                "inline_limit": settings.INLINE_VALIDATION_BYTES}
     if request.method == "POST" and form.is_valid():
@@ -491,7 +496,10 @@ def submission_staged(request, job_id):
 def _status_context(request, submission, fresh: bool = False) -> dict:
     run = submission.runs.select_related("job").order_by("-created_at", "-pk").first()
     context = {"submission": submission, "run": run, "job": run.job if run else None,
-               "can_write": can_write_system(request.user, submission.system), "fresh": fresh}
+               "can_write": can_write_system(request.user, submission.system), "fresh": fresh,
+               "can_evaluate": can_start_llm_runs(request.user)}
+    if submission.protocol == "log":  # what scores it and when, said plainly
+        context["scoring"] = log_scoring(submission=submission)
     if run and run.job.status == run.job.Status.SUCCEEDED:
         results = run_results(run=run)
         context["results"] = [(axis, [(n, r) for n, r in rows if n in RESULT_METRICS])
@@ -504,7 +512,6 @@ def submission_detail(request, uuid):
     submission = get_submission_for_user(request.user, uuid)
     return render(request, "leaderboard/submission_detail.html",
                   {**_status_context(request, submission),
-                   "can_evaluate": can_start_llm_runs(request.user),
                    "auto_evaluations": submission_auto_evaluations(submission=submission)})
 
 
