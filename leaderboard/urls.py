@@ -15,6 +15,8 @@ urlpatterns = [
     # pages
     path("leaderboards/", views.leaderboard_index, name="index"),
     path("leaderboards/<slug:benchmark>/", views.board, name="board_default"),
+    path("leaderboards/<slug:benchmark>/baselines-progress/", views.board_baselines_progress,
+         name="board_baselines_progress"),
     path("leaderboards/<slug:benchmark>/<str:protocol>/", views.board, name="board"),
     path("leaderboards/<slug:benchmark>/<str:protocol>/export.<str:fmt>", views.board_export,
          name="board_export"),

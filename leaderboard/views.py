@@ -18,7 +18,7 @@ from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequ
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from rest_framework.authtoken.models import Token
 
 from annotation.access import can_create_studies
@@ -34,7 +34,7 @@ from evaluation.lib.metrics.suite import SUITE_NAME
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import LLMSpend, Split
 from evaluation.selectors.arena import arena_of_benchmark
-from evaluation.selectors.benchmarks import metrics_by_axis, run_results
+from evaluation.selectors.benchmarks import baselines_job_latest, metrics_by_axis, run_results
 from evaluation.services.credentials import credential_names, credential_problem
 from evaluation.services.live import system_set_live
 from evaluation.services.simulations import (
@@ -183,11 +183,21 @@ def board(request, benchmark, protocol=None):
         "coverage_links": [(c, _query(params, splits=c.param)) for c in lb.other_coverages],
         "problem": problem,
         "battle_arena": arena_of_benchmark(benchmark),
+        "baselines_job": baselines_job_latest(benchmark=benchmark),
     }
     status = 400 if problem else 200
     if request.htmx:
         return render(request, "leaderboard/_leaderboard_table.html", context, status=status)
     return render(request, "leaderboard/board.html", context, status=status)
+
+
+@require_GET
+def board_baselines_progress(request, benchmark):
+    """The polled fragment: the reference baselines a worker is still evaluating."""
+    benchmark = get_benchmark_for_user(request.user, benchmark)
+    return render(request, "leaderboard/_baselines_progress.html",
+                  {"benchmark": benchmark, "baselines_job": baselines_job_latest(
+                      benchmark=benchmark), "polled": True})
 
 
 def _splits_param(lb) -> str:

@@ -126,6 +126,8 @@ ACCESS.update({
     "leaderboard:index": [({}, "get", ALL_200)],
     "leaderboard:board_default": [({"benchmark": "tiny"}, "get", ALL_200),
                                   ({"benchmark": "nope"}, "get", _NONE)],
+    "leaderboard:board_baselines_progress": [({"benchmark": "tiny"}, "get", ALL_200),
+                                             ({"benchmark": "nope"}, "get", _NONE)],
     "leaderboard:board": [(_BOARD, "get", ALL_200),
                           ({"benchmark": "tiny", "protocol": "log"}, "get", _NONE)],
     "leaderboard:board_export": [({**_BOARD, "fmt": "csv"}, "get", ALL_200),

@@ -71,6 +71,9 @@ class Baseline(ABC):
     family = ""
     description = ""
     reads_conversation = True
+    # runs a sentence-embedding model on every text: minutes on a busy CPU, so `load_demo`
+    # leaves it to the worker (evaluation.services.reference_rankers.baselines_enqueue)
+    needs_encoder = False
 
     def __init__(self, catalogue: Catalogue, **options):
         self.catalogue = catalogue
@@ -163,6 +166,7 @@ class Aspect(Baseline):
 
 class Dense(Baseline):
     key, name, family = "dense", "Dense", "dense"
+    needs_encoder = True
     description = ("all-MiniLM-L6-v2 embeddings of the user turns vs name + categories + top-3 "
                    "reviews; rejected items subtracted from the query (weight 0.5).")
 
@@ -227,6 +231,7 @@ class _Point:
 
 class HybridRRF(Baseline):
     key, name, family = "hybrid-rrf", "Hybrid-RRF", "hybrid"
+    needs_encoder = True
     description = ("Reciprocal rank fusion (k = 60) of TF-IDF, Aspect, Dense and stars/price; "
                    "3-way without an embedding model.")
 
