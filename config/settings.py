@@ -492,6 +492,9 @@ ARENA_REQUIRE_APPROVAL = env_bool("CONCORD_ARENA_REQUIRE_APPROVAL", PRODUCTION)
 # of the Dense or Hybrid-RRF baseline loads it, within that call's deadline).
 LIVE_INPROCESS_THREADS = env_int("CONCORD_LIVE_INPROCESS_THREADS", 8)
 LIVE_WARM_UP = env_bool("CONCORD_LIVE_WARM_UP", True)
+# A web process that does not fork (`make run`'s runserver) loads the Elo kernels and that model
+# in a background thread and serves at once; never with gunicorn --preload (docs/operations.md).
+WARM_UP_IN_BACKGROUND = env_bool("CONCORD_WARM_UP_IN_BACKGROUND", False)
 if LIVE_INPROCESS_THREADS < 1:
     raise ImproperlyConfigured("CONCORD_LIVE_INPROCESS_THREADS must be at least 1")
 if LLM_TIMEOUT_SECONDS <= 0:  # each LLM call's deadline (timeout × attempts in all)

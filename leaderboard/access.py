@@ -65,16 +65,27 @@ def get_submission_for_user(user, uuid, *, write: bool = False) -> Submission:
 
 def get_submission_to_evaluate(user, uuid) -> Submission:
     """A submission USER may start an LLM evaluator on: one they can see (404 otherwise), and
-    they are staff or a study author (403 otherwise): LLM calls spend the operator's money."""
+    they are staff, a study author, or a researcher who owns its system (403 otherwise): LLM
+    calls spend the operator's money, within each account's budget (evaluation.services.
+    spending)."""
     submission = get_submission_for_user(user, uuid)
-    if not can_start_llm_runs(user):
-        raise PermissionDenied(role_needed("Starting an LLM evaluator (it spends the operator's "
-                                            "money)", STUDY_AUTHOR))
+    if not can_evaluate_submission(user, submission):
+        raise PermissionDenied(role_needed(
+            "Starting an LLM evaluator on another system's submission (it spends the "
+            "operator's money)", STUDY_AUTHOR).removesuffix(".")
+            + "; researchers may start one on their own systems' submissions.")
     return submission
 
 
 def can_start_llm_runs(user) -> bool:
     return user.is_authenticated and (user.is_staff or has_role(user, STUDY_AUTHOR))
+
+
+def can_evaluate_submission(user, submission: Submission) -> bool:
+    """Staff and study authors on any submission they see; a researcher on their own."""
+    return can_start_llm_runs(user) or (
+        user.is_authenticated and has_role(user, RESEARCHER)
+        and submission.system.owner_id == user.pk)
 
 
 def get_benchmark_to_operate(user, slug: str) -> Benchmark:

@@ -2,6 +2,7 @@ from django.urls import path, re_path
 
 from . import (
     api,
+    api_evaluators,
     views,
     views_arena,
     views_arena_requests,
@@ -88,6 +89,8 @@ urlpatterns = [
     path("api/submissions/<uuid:uuid>/", api.SubmissionDetail.as_view(), name="api_submission"),
     path("api/submissions/<uuid:uuid>/publish/", api.SubmissionPublish.as_view(),
          name="api_submission_publish"),
+    path("api/submissions/<uuid:uuid>/llm-runs/", api_evaluators.SubmissionLLMRuns.as_view(),
+         name="api_submission_llm_runs"),
     path("api/runs/<int:run_id>/", api.RunDetail.as_view(), name="api_run"),
     path("api/simulations/", api.SimulationList.as_view(), name="api_simulations"),
     path("api/simulations/<int:simulation_id>/", api.SimulationDetail.as_view(),

@@ -57,7 +57,7 @@ from evaluation.services.submissions import (
 
 from .access import (
     arenas_for_user,
-    can_start_llm_runs,
+    can_evaluate_submission,
     can_write_system,
     get_arena_for_user,
     get_submission_for_user,
@@ -507,7 +507,7 @@ def _status_context(request, submission, fresh: bool = False) -> dict:
     run = submission.runs.select_related("job").order_by("-created_at", "-pk").first()
     context = {"submission": submission, "run": run, "job": run.job if run else None,
                "can_write": can_write_system(request.user, submission.system), "fresh": fresh,
-               "can_evaluate": can_start_llm_runs(request.user)}
+               "can_evaluate": can_evaluate_submission(request.user, submission)}
     if submission.protocol == "log":  # what scores it and when, said plainly
         context["scoring"] = log_scoring(submission=submission)
     if run and run.job.status == run.job.Status.SUCCEEDED:

@@ -38,6 +38,8 @@ def baseline_submission_create(*, benchmark: Benchmark, name: str,
         baseline.key, items=bundle.items, reviews=bundle.reviews, dialogues=bundle.dialogues,
         splits=splits,
         progress=lambda done, total: progress(f"{baseline.key} answers", done, total),
+        prepare_progress=lambda done, total: progress(f"{baseline.key} embeddings", done,
+                                                      total),
     )
     system = system_get_or_create_baseline(key=baseline.key, name=baseline.name,
                                            family=baseline.family,

@@ -30,6 +30,7 @@ def test_load_demo_queues_them_and_the_worker_evaluates_them(
     assert "/leaderboards/tiny/ shows their progress" in out.getvalue()
     assert job.status == Job.Status.SUCCEEDED, job.error
     assert job.stage.startswith("baseline 1 of 1: ")
+    assert job.result["baselines"][0]["baseline"] == "Dense"
     (done,) = job.result["baselines"]
     run = Run.objects.get(pk=done["run"])
     assert run.submission.system.slug == "baseline-dense" and run.job.status == "succeeded"
@@ -39,6 +40,19 @@ def test_load_demo_queues_them_and_the_worker_evaluates_them(
     assert "Baselines dense: already evaluated" in out.getvalue()
     command._step(3, "reference baselines: 5 evaluated here")
     assert "[load_demo 3/6] reference baselines: 5 evaluated here …" in out.getvalue()
+
+
+def test_dense_reports_its_embeddings_as_it_goes(tiny_benchmark):
+    from evaluation.services.reference_rankers import baseline_submission_create
+
+    heard = []
+    baseline_submission_create(benchmark=tiny_benchmark, name="dense",
+                               progress=lambda stage, done, total: heard.append(
+                                   (stage, done, total)))
+    embeddings = [(done, total) for stage, done, total in heard if stage == "dense embeddings"]
+    assert embeddings and embeddings[-1][0] == embeddings[-1][1]  # the last chunk: all done
+    assert [stage for stage, _, _ in heard].index("dense embeddings") < [
+        stage for stage, _, _ in heard].index("dense answers")
 
 
 def test_a_pending_job_is_not_queued_twice(tiny_benchmark):

@@ -36,9 +36,10 @@ def test_without_an_automatic_evaluator_the_page_says_nothing_will_and_who_can(
     body = _status(client, submission)
     assert ("Nothing scores it by itself: the operator runs no LLM evaluator on new "
             "<code>log</code> uploads of Tiny Tourism.") in body
-    assert "Staff and study authors can start one from this page" in body
+    # the owner (a researcher) may start one on their own submission, estimate first
+    assert "Start one now:" in body
     assert 'id="scoring-started"' not in body and 'id="scoring-waiting"' not in body
-    # a study author who may see it is offered the evaluator page, estimate first
+    # a study author who may see it is offered the evaluator page too
     submission.is_public = True
     submission.save(update_fields=["is_public"])
     body = _status(client_for(author), submission)

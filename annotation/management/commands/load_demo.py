@@ -36,6 +36,9 @@ PUBLIC_BENCHMARK = "ab-redial"
 # The baselines the template simulator talks to on first start (the cheap in-process rankers).
 DEMO_SIMULATED = ("popularity", "tfidf", "aspect")
 DEMO_SIMULATED_USERS, DEMO_SIMULATED_TURNS = 8, 5
+# Evaluated by load_demo itself (the demo study's and simulations' systems); the other four
+# reference baselines go to the worker unless --inline.
+INLINE_BASELINES = DEMO_SIMULATED
 DEMO_ACCOUNTS = (
     # username, groups, is_staff
     ("staff", (), True),
@@ -96,51 +99,57 @@ class Command(BaseCommand):
 
     def _baselines(self, inline: bool = False):
         """Every reference baseline answers the demo and is evaluated by the non-LLM Trace suite:
-        the quick ones here, one line each; the sentence-model ones (Dense, Hybrid-RRF) on the
-        worker behind a progress bar on the leaderboard, unless INLINE (or no queue)."""
+        the three the demo study and simulations use here, one line each; the others (Dense and
+        Hybrid-RRF run a sentence-embedding model) on the worker behind a progress bar on the
+        leaderboard, so the site serves sooner; all here with INLINE (or without a queue)."""
         benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
-        heavy = heavy_baselines()
-        names = [name for name in BASELINES if inline or name not in heavy]
+        names = [name for name in BASELINES if inline or name in INLINE_BASELINES]
+        later = [name for name in BASELINES if name not in names]
         self._step(3, f"reference baselines: {len(names)} evaluated here")
         self.stdout.write("Reference baselines: answering the demo and evaluating each one "
                           "(a line per baseline) …")
         # tqdm bars on a terminal (it needs the raw stream), plain lines in a log
         bars = ProgressBars(sys.stdout if self.stdout.isatty() else self.stdout)
-        if not inline:
-            self._heavy_baselines(benchmark, heavy, bars)
+        if later:
+            self._heavy_baselines(benchmark, later, bars)
         self._evaluate(benchmark, names, bars)
         self._step(4, "live systems, the arena and template simulations")
         self._live(benchmark)
 
-    def _heavy_baselines(self, benchmark, heavy, bars):
+    def _heavy_baselines(self, benchmark, later, bars):
         try:
-            job = baselines_enqueue(benchmark=benchmark, names=heavy)
+            job = baselines_enqueue(benchmark=benchmark, names=later)
         except QueueUnavailable as exc:
-            self.stdout.write(f"Baselines {', '.join(heavy)}: the task queue is unavailable "
+            self.stdout.write(f"Baselines {', '.join(later)}: the task queue is unavailable "
                               f"({exc}); evaluating them here instead …")
-            self._evaluate(benchmark, heavy, bars)
+            self._evaluate(benchmark, later, bars)
             return
         if job is None:
-            self.stdout.write(f"Baselines {', '.join(heavy)}: already evaluated")
-        else:
-            self.stdout.write(f"Baselines {', '.join(heavy)}: queued for the worker (job "
-                              f"{job.pk}; they run a sentence-embedding model); the site "
-                              f"serves meanwhile, and the leaderboard /leaderboards/"
-                              f"{benchmark.slug}/ shows their progress")
+            self.stdout.write(f"Baselines {', '.join(later)}: already evaluated")
+            return
+        heavy = [name for name in later if name in heavy_baselines()]
+        verb = "run" if len(heavy) > 1 else "runs"
+        why = f"; {' and '.join(heavy)} {verb} a sentence-embedding model" if heavy else ""
+        self.stdout.write(f"Baselines {', '.join(later)}: queued for the worker (job {job.pk}"
+                          f"{why}); the site serves meanwhile, and the leaderboard "
+                          f"/leaderboards/{benchmark.slug}/ shows their progress")
 
     def _evaluate(self, benchmark, names, bars):
-        for name, run, created in baselines_ensure(benchmark=benchmark, names=names,
-                                                   progress=bars):
-            if run is None:
-                self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
-                continue
-            summary = {row.metric: row.value for row in run.summaries.filter(
-                metric__in=["recall@1", "mrr", "gs", "cgs"])}
-            state = "evaluated" if created else "already evaluated"
-            figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
-                                ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
-            self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
-            self.stdout.flush()
+        for name in names:  # one at a time: a line as each one is done
+            self._evaluated(*baselines_ensure(benchmark=benchmark, names=[name],
+                                              progress=bars)[0])
+
+    def _evaluated(self, name, run, created):
+        if run is None:
+            self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
+            return
+        summary = {row.metric: row.value for row in run.summaries.filter(
+            metric__in=["recall@1", "mrr", "gs", "cgs"])}
+        state = "evaluated" if created else "already evaluated"
+        figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in
+                            ("recall@1", "mrr", "gs", "cgs") if summary.get(metric) is not None)
+        self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+        self.stdout.flush()
 
     def _live(self, benchmark):
         # The same nine baselines as in-process live systems: `simulate` works offline at once.
