@@ -38,7 +38,7 @@ run: demo
 	@echo "Concord on http://$(HOST):$(PORT)/ (Ctrl-C stops web and worker)"
 	@trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) -m celery -A config worker --loglevel=INFO --concurrency=2 & worker=$$!; \
-	$(PY) manage.py runserver $(HOST):$(PORT) --noreload
+	CONCORD_WARM_UP_IN_BACKGROUND=1 $(PY) manage.py runserver $(HOST):$(PORT) --noreload
 
 worker: install
 	$(PY) -m celery -A config worker --loglevel=INFO

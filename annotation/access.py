@@ -14,6 +14,9 @@ from core.roles import STUDY_AUTHOR, has_role
 from . import rows
 from .models import Assignment, Study, StudyMember
 
+CLOSED = ("This study is closed: your labels can be read but not changed. Ask its author to "
+          "reopen it if you need to change one.")
+
 
 def can_create_studies(user) -> bool:
     return user.is_authenticated and has_role(user, STUDY_AUTHOR)
@@ -33,7 +36,8 @@ def get_study_for_user(user, slug: str, *, write: bool = False) -> Study:
     if not StudyMember.objects.filter(study=study, user=user).exists():
         raise Http404("No such study.")
     if write:
-        raise PermissionDenied("Only the study's author can change it.")
+        raise PermissionDenied("Only the study's author (or staff) can change it; as a member you "
+                               "label your own items.")
     return study
 
 
@@ -46,7 +50,7 @@ def get_member_for_user(user, slug: str, *, write: bool = False) -> StudyMember:
     if member is None:
         raise Http404("No such study.")
     if write and not member.study.is_open:
-        raise PermissionDenied("This study is closed; your labels can be read but not changed.")
+        raise PermissionDenied(CLOSED)
     return member
 
 
@@ -64,7 +68,7 @@ def get_assignment_for_user(user, slug: str, position: int, *, write: bool = Fal
     if assignment is None:
         raise Http404("No such item.")
     if write and not assignment.item.study.is_open:
-        raise PermissionDenied("This study is closed; your labels can be read but not changed.")
+        raise PermissionDenied(CLOSED)
     return assignment
 
 

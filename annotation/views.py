@@ -23,6 +23,7 @@ from annotation.lib import exports, label_plan, reports
 from annotation.lib.rendering import render_markdown
 from annotation.lib.report_plan import report_plan
 from annotation.services import annotations, handout, members, studies, study_exports
+from core.roles import STUDY_AUTHOR, role_needed
 from evaluation.access import arenas_for_user
 from evaluation.lib import charts
 from evaluation.lib.metrics import reference_free
@@ -65,7 +66,7 @@ def study_list(request):
 @require_http_methods(["GET", "POST"])
 def study_create(request):
     if not can_create_studies(request.user):
-        raise PermissionDenied("Only study authors can create studies.")
+        raise PermissionDenied(role_needed("Creating studies", STUDY_AUTHOR))
     form = StudyCreateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -98,7 +99,7 @@ def study_create(request):
 def arena_study_create(request, arena):
     """A study whose items are the conversations of an arena's voted battles."""
     if not can_create_studies(request.user):
-        raise PermissionDenied("Only study authors can create studies.")
+        raise PermissionDenied(role_needed("Creating studies", STUDY_AUTHOR))
     arena = arenas_for_user(request.user).filter(slug=arena).select_related("benchmark").first()
     if arena is None:
         raise Http404("No such arena.")
@@ -134,7 +135,8 @@ def study_join(request, token):
         raise Http404("This invitation link is not valid.")
     if request.method == "POST":
         if members.study_join(token=token, user=request.user) is None:
-            raise PermissionDenied("This study is closed.")
+            raise PermissionDenied("This study is closed: it takes no new members. Ask its author "
+                                   "to reopen it.")
         return redirect("annotation:study_detail", slug=study.slug)
     return render(request, "annotation/study_join.html", {"study": study})
 

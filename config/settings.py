@@ -481,6 +481,9 @@ ARENA_BATTLES_PER_HOUR_SESSION = env_int("CONCORD_ARENA_BATTLES_PER_HOUR_SESSION
 ARENA_BATTLES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_BATTLES_PER_HOUR_ADDRESS", 60)
 ARENA_MESSAGES_PER_HOUR_SESSION = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_SESSION", 120)
 ARENA_MESSAGES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_ADDRESS", 400)
+# Whether a researcher's request to add their live system to a benchmark's arena waits for
+# staff (approve or reject on /arena-requests/) or is granted at once (docs/operations.md).
+ARENA_REQUIRE_APPROVAL = env_bool("CONCORD_ARENA_REQUIRE_APPROVAL", PRODUCTION)
 
 # Deadlines on outbound calls (docs/operations.md, "Deadlines and hostile answers"): the threads
 # per process that in-process baselines answer on (a caller waits at most the system's timeout;
@@ -489,6 +492,9 @@ ARENA_MESSAGES_PER_HOUR_ADDRESS = env_int("CONCORD_ARENA_MESSAGES_PER_HOUR_ADDRE
 # of the Dense or Hybrid-RRF baseline loads it, within that call's deadline).
 LIVE_INPROCESS_THREADS = env_int("CONCORD_LIVE_INPROCESS_THREADS", 8)
 LIVE_WARM_UP = env_bool("CONCORD_LIVE_WARM_UP", True)
+# A web process that does not fork (`make run`'s runserver) loads the Elo kernels and that model
+# in a background thread and serves at once; never with gunicorn --preload (docs/operations.md).
+WARM_UP_IN_BACKGROUND = env_bool("CONCORD_WARM_UP_IN_BACKGROUND", False)
 if LIVE_INPROCESS_THREADS < 1:
     raise ImproperlyConfigured("CONCORD_LIVE_INPROCESS_THREADS must be at least 1")
 if LLM_TIMEOUT_SECONDS <= 0:  # each LLM call's deadline (timeout × attempts in all)

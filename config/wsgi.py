@@ -1,5 +1,6 @@
 import gc
 import os
+import threading
 from pathlib import Path
 
 from django.core.wsgi import get_wsgi_application
@@ -27,13 +28,14 @@ def warm_up() -> int:
     some request, and write to the memory pages the forked workers share.
     """
     get_resolver().url_patterns  # noqa: B018 (the import is the point)
-    # the arena's compiled Elo kernels (docs/performance-history.md, "Arena ratings")
-    elo_kernels_load()
-    # the in-process baselines' embedding model (docs/operations.md, "Deadlines and hostile
-    # answers"): loaded, never run, so forked workers share its weights and start no threads
-    from evaluation.services.live import live_warm_up
+    from django.conf import settings
 
-    live_warm_up()
+    if settings.WARM_UP_IN_BACKGROUND:
+        # `make run` (one process, no fork): serve at once, load these meanwhile (a battle that
+        # needs the model first waits for it within its deadline)
+        threading.Thread(target=_models_load, name="warm-up", daemon=True).start()
+    else:
+        _models_load()
     compiled = 0
     for engine in engines.all():
         for folder in map(Path, engine.dirs):  # the project's own, not those of packages
@@ -44,6 +46,16 @@ def warm_up() -> int:
     gc.collect()
     gc.freeze()
     return compiled
+
+
+def _models_load() -> None:
+    # the arena's compiled Elo kernels (docs/performance-history.md, "Arena ratings")
+    elo_kernels_load()
+    # the in-process baselines' embedding model (docs/operations.md, "Deadlines and hostile
+    # answers"): loaded, never run, so forked workers share its weights and start no threads
+    from evaluation.services.live import live_warm_up
+
+    live_warm_up()
 
 
 warm_up()

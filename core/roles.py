@@ -29,3 +29,18 @@ def has_role(user, role: str) -> bool:
 def roles_context(request):
     # lazy: pages that show no role chips (the item page) skip the query
     return {"user_roles": SimpleLazyObject(lambda: sorted(user_roles(request.user)))}
+
+
+ROLE_LABELS = {ANNOTATOR: "annotator", RESEARCHER: "researcher", STUDY_AUTHOR: "study author"}
+
+
+def role_needed(action: str, role: str) -> str:
+    """A 403's reason: ACTION ("Creating studies") needs ROLE, and how an account gets it."""
+    how = ("accounts made with Sign up have it; ask an operator to add it to yours"
+           if role == RESEARCHER else "ask an operator to give it to your account")
+    return f"{action} needs the {ROLE_LABELS[role]} role: {how}."
+
+
+def staff_only(action: str) -> str:
+    """A 403's reason when only staff (the site's operators) may do ACTION."""
+    return f"Only staff (the site's operators) can {action}."

@@ -38,7 +38,7 @@ def get_benchmark_for_user(user, slug: str, *, write: bool = False) -> Benchmark
     if benchmark is None:
         raise Http404("No such benchmark.")
     if write and not can_manage_benchmark(user, benchmark):
-        raise PermissionDenied("Only the benchmark's owner can change it.")
+        raise PermissionDenied("Only the benchmark's owner (or staff) can change it.")
     return benchmark
 
 
@@ -116,7 +116,8 @@ def get_run_for_user(user, run_id: int, *, write: bool = False) -> Run:
     if run is None:
         raise Http404("No such run.")
     if write and not can_write_run(user, run):
-        raise PermissionDenied("Only the system's owner can retry its runs.")
+        raise PermissionDenied("Only the system's owner (or staff) can retry its runs; you may "
+                               "read this one because its submission is public.")
     return run
 
 

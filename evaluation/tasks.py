@@ -3,9 +3,11 @@
 from celery import shared_task
 
 from evaluation.lib.formats.errors import FormatError
+from evaluation.lib.rankers import EmbeddingsUnavailable
 from evaluation.services.benchmarks import benchmark_import
 from evaluation.services.downloads import benchmark_downloads_build
-from evaluation.services.jobs import job_begin, job_finish, job_progress
+from evaluation.services.jobs import job_beat_on_sqlite, job_begin, job_finish, job_progress
+from evaluation.services.reference_rankers import baselines_job_process
 from evaluation.services.runs import run_chunk_process, run_finalize, run_process
 from evaluation.services.simulations import simulation_batch_process
 from evaluation.services.staged_uploads import staged_upload_process
@@ -87,3 +89,19 @@ def validate_staged_upload_job(job_id: int) -> None:
 @shared_task(acks_late=True)
 def build_downloads_job(benchmark_id: int) -> None:
     benchmark_downloads_build(benchmark_id=benchmark_id)
+
+
+@shared_task(acks_late=True)
+def baselines_job(job_id: int) -> None:
+    """The reference baselines `load_demo` leaves to a worker."""
+    job = job_begin(job_id)
+    if job is None:
+        return
+    job_beat_on_sqlite(job_id)  # `make run`: its first steps are silent for a while
+    try:
+        result = baselines_job_process(
+            job=job, progress=lambda stage, done, total: job_progress(job_id, stage, done, total))
+    except (ValueError, EmbeddingsUnavailable) as exc:
+        job_finish(job_id, error=str(exc)[:500])
+        return
+    job_finish(job_id, result=result)

@@ -14,9 +14,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from core.roles import RESEARCHER, STUDY_AUTHOR, has_role
+from core.roles import RESEARCHER, STUDY_AUTHOR, has_role, role_needed, staff_only
 from evaluation.access import arenas_for_user, benchmarks_for_user, get_benchmark_for_user
-from evaluation.models import Arena, AutoEvaluation, Benchmark, Submission, System
+from evaluation.models import Arena, ArenaRequest, AutoEvaluation, Benchmark, Submission, System
 
 
 def can_write_system(user, system: System) -> bool:
@@ -39,7 +39,8 @@ def get_system_for_user(user, slug: str, *, write: bool = False) -> System:
     if system is None:
         raise Http404("No such system.")
     if write and not can_write_system(user, system):
-        raise PermissionDenied("Only the system's owner can change it.")
+        raise PermissionDenied("Only the system's owner (or staff) can change it; register your "
+                               "own system under Systems.")
     return system
 
 
@@ -58,16 +59,21 @@ def get_submission_for_user(user, uuid, *, write: bool = False) -> Submission:
     if submission is None:
         raise Http404("No such submission.")
     if write and not can_write_system(user, submission.system):
-        raise PermissionDenied("Only the system's owner can change its submissions.")
+        raise PermissionDenied("Only the system's owner (or staff) can change its submissions.")
     return submission
 
 
 def get_submission_to_evaluate(user, uuid) -> Submission:
     """A submission USER may start an LLM evaluator on: one they can see (404 otherwise), and
-    they are staff or a study author (403 otherwise): LLM calls spend the operator's money."""
+    they are staff, a study author, or a researcher who owns its system (403 otherwise): LLM
+    calls spend the operator's money, within each account's budget (evaluation.services.
+    spending)."""
     submission = get_submission_for_user(user, uuid)
-    if not can_start_llm_runs(user):
-        raise PermissionDenied("Only staff and study authors can start LLM evaluators.")
+    if not can_evaluate_submission(user, submission):
+        raise PermissionDenied(role_needed(
+            "Starting an LLM evaluator on another system's submission (it spends the "
+            "operator's money)", STUDY_AUTHOR).removesuffix(".")
+            + "; researchers may start one on their own systems' submissions.")
     return submission
 
 
@@ -75,12 +81,19 @@ def can_start_llm_runs(user) -> bool:
     return user.is_authenticated and (user.is_staff or has_role(user, STUDY_AUTHOR))
 
 
+def can_evaluate_submission(user, submission: Submission) -> bool:
+    """Staff and study authors on any submission they see; a researcher on their own."""
+    return can_start_llm_runs(user) or (
+        user.is_authenticated and has_role(user, RESEARCHER)
+        and submission.system.owner_id == user.pk)
+
+
 def get_benchmark_to_operate(user, slug: str) -> Benchmark:
     """A benchmark whose automatic LLM evaluators USER may configure: one they can see (404
     otherwise), and they are staff (403 otherwise): automatic runs spend the operator's money."""
     benchmark = get_benchmark_for_user(user, slug)
     if not user.is_staff:
-        raise PermissionDenied("Only staff configure a leaderboard's automatic LLM evaluators.")
+        raise PermissionDenied(staff_only("configure a leaderboard's automatic LLM evaluators"))
     return benchmark
 
 
@@ -96,7 +109,7 @@ def get_auto_evaluation_to_decide(user, pk: int) -> AutoEvaluation:
 def require_researcher(user) -> None:
     """Registering a system or uploading needs the researcher role (403 otherwise)."""
     if not has_role(user, RESEARCHER):
-        raise PermissionDenied("Registering systems and submitting needs the researcher role.")
+        raise PermissionDenied(role_needed("Registering systems and submitting", RESEARCHER))
 
 
 def get_arena_for_user(user, slug: str) -> Arena:
@@ -104,3 +117,18 @@ def get_arena_for_user(user, slug: str) -> Arena:
     if arena is None:
         raise Http404("No such arena.")
     return arena
+
+
+def require_arena_operator(user) -> None:
+    """The arena requests page: staff only (403 otherwise)."""
+    if not user.is_staff:
+        raise PermissionDenied(staff_only("decide which systems join an arena") + " To add your "
+                               "own live system, use the Arena section of its page.")
+
+
+def get_arena_request_to_decide(user, pk: int) -> ArenaRequest:
+    """A request staff may approve or reject (404 for anyone else: its system may be private)."""
+    arena_request = ArenaRequest.objects.filter(pk=pk).first()
+    if arena_request is None or not user.is_staff:
+        raise Http404("No such arena request.")
+    return arena_request

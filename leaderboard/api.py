@@ -26,7 +26,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.roles import RESEARCHER, has_role
+from core.roles import RESEARCHER, has_role, role_needed
 from core.throttle import (
     login_failed,
     login_succeeded,
@@ -95,7 +95,7 @@ from .serializers import (
 class ResearcherWrites(permissions.IsAuthenticatedOrReadOnly):
     """Anyone may read; writing needs a logged-in researcher (or staff)."""
 
-    message = "Registering systems and submitting needs the researcher role."
+    message = role_needed("Registering systems and submitting", RESEARCHER)
 
     def has_permission(self, request, view) -> bool:
         if request.method in permissions.SAFE_METHODS:

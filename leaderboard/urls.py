@@ -1,6 +1,14 @@
 from django.urls import path, re_path
 
-from . import api, views, views_arena, views_auto_evaluators, views_evaluators
+from . import (
+    api,
+    api_evaluators,
+    views,
+    views_arena,
+    views_arena_requests,
+    views_auto_evaluators,
+    views_evaluators,
+)
 
 app_name = "leaderboard"
 
@@ -10,10 +18,17 @@ urlpatterns = [
     path("leaderboards/<slug:benchmark>/", views.board, name="board_default"),
     path("leaderboards/<slug:benchmark>/simulators/", views.simulators_compare,
          name="simulators"),
+    path("leaderboards/<slug:benchmark>/baselines-progress/", views.board_baselines_progress,
+         name="board_baselines_progress"),
     path("leaderboards/<slug:benchmark>/<str:protocol>/", views.board, name="board"),
     path("leaderboards/<slug:benchmark>/<str:protocol>/export.<str:fmt>", views.board_export,
          name="board_export"),
     path("arenas/", views.arena_index, name="arena_index"),
+    path("arena-requests/", views_arena_requests.arena_requests, name="arena_requests"),
+    path("arena-requests/<int:pk>/approve/", views_arena_requests.arena_request_decision,
+         {"decision": "approve"}, name="arena_request_approve"),
+    path("arena-requests/<int:pk>/reject/", views_arena_requests.arena_request_decision,
+         {"decision": "reject"}, name="arena_request_reject"),
     path("arenas/<slug:slug>/ratings/", views.arena_ratings_page, name="arena_ratings"),
     path("arenas/<slug:slug>/ratings.<str:fmt>", views.arena_ratings_export,
          name="arena_ratings_export"),
@@ -22,6 +37,8 @@ urlpatterns = [
     path("systems/<slug:slug>/", views.system_detail, name="system_detail"),
     path("systems/<slug:slug>/edit/", views.system_edit, name="system_edit"),
     path("systems/<slug:slug>/simulate/", views.system_simulate, name="system_simulate"),
+    path("systems/<slug:slug>/arena/", views_arena_requests.system_arena_join,
+         name="system_arena_join"),
     path("systems/<slug:slug>/submit/", views.submission_create, name="submission_create"),
     path("submissions/staged/<int:job_id>/", views.submission_staged, name="submission_staged"),
     path("submissions/<uuid:uuid>/", views.submission_detail, name="submission_detail"),
@@ -74,6 +91,8 @@ urlpatterns = [
     path("api/submissions/<uuid:uuid>/", api.SubmissionDetail.as_view(), name="api_submission"),
     path("api/submissions/<uuid:uuid>/publish/", api.SubmissionPublish.as_view(),
          name="api_submission_publish"),
+    path("api/submissions/<uuid:uuid>/llm-runs/", api_evaluators.SubmissionLLMRuns.as_view(),
+         name="api_submission_llm_runs"),
     path("api/runs/<int:run_id>/", api.RunDetail.as_view(), name="api_run"),
     path("api/simulations/", api.SimulationList.as_view(), name="api_simulations"),
     path("api/simulations/<int:simulation_id>/", api.SimulationDetail.as_view(),

@@ -18,7 +18,7 @@ from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequ
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from rest_framework.authtoken.models import Token
 
 from annotation.access import can_create_studies
@@ -37,7 +37,7 @@ from evaluation.lib.simulators.simulators import design_variant
 from evaluation.lib.stats.arena import METHODS as ARENA_METHODS
 from evaluation.models import LLMSpend, Split
 from evaluation.selectors.arena import arena_of_benchmark
-from evaluation.selectors.benchmarks import metrics_by_axis, run_results
+from evaluation.selectors.benchmarks import baselines_job_latest, metrics_by_axis, run_results
 from evaluation.services.credentials import credential_names, credential_problem
 from evaluation.services.live import live_system_create, system_set_live
 from evaluation.services.simulations import (
@@ -60,7 +60,7 @@ from evaluation.services.submissions import (
 
 from .access import (
     arenas_for_user,
-    can_start_llm_runs,
+    can_evaluate_submission,
     can_write_system,
     get_arena_for_user,
     get_submission_for_user,
@@ -79,8 +79,13 @@ from .forms import (
 )
 from .selectors import arenas as arena_selectors
 from .selectors.arena_agreement import arena_agreement
+from .selectors.arena_requests import arena_requests_waiting_count, system_arena_panel
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
-from .selectors.auto_evaluations import submission_auto_evaluations
+from .selectors.auto_evaluations import (
+    log_scoring,
+    log_upload_scoring,
+    submission_auto_evaluations,
+)
 from .selectors.boards import (
     benchmark_leaderboard_counts,
     board_protocols,
@@ -190,6 +195,7 @@ def board(request, benchmark, protocol=None):
         "coverage_links": [(c, _query(params, splits=c.param)) for c in lb.other_coverages],
         "problem": problem,
         "battle_arena": arena_of_benchmark(benchmark),
+        "baselines_job": baselines_job_latest(benchmark=benchmark),
     }
     status = 400 if problem else 200
     if request.htmx:
@@ -203,6 +209,15 @@ def simulators_compare(request, benchmark):
     benchmark = get_benchmark_for_user(request.user, benchmark)
     return render(request, "leaderboard/simulators.html",
                   simulators_page(benchmark=benchmark, user=request.user))
+
+
+@require_GET
+def board_baselines_progress(request, benchmark):
+    """The polled fragment: the reference baselines a worker is still evaluating."""
+    benchmark = get_benchmark_for_user(request.user, benchmark)
+    return render(request, "leaderboard/_baselines_progress.html",
+                  {"benchmark": benchmark, "baselines_job": baselines_job_latest(
+                      benchmark=benchmark), "polled": True})
 
 
 def _splits_param(lb) -> str:
@@ -389,6 +404,8 @@ def system_detail(request, slug):
     context = {"system": system, "boards": boards, "can_write": can_write_system(
         request.user, system), "submissions": system_submissions(
         system=system, user=request.user)}
+    if context["can_write"]:
+        context["arena_panel"] = system_arena_panel(system=system, user=request.user)
     if context["can_write"] and system.live_kind == "http" and system.live_credential:
         context["credential_problem"] = credential_problem(system.live_credential,
                                                            owner=system.owner)
@@ -451,6 +468,7 @@ def submission_create(request, slug):
                           initial={"benchmark": request.GET.get("benchmark"),
                                    "protocol": request.GET.get("protocol") or "turn"})
     context = {"system": system, "form": form, "quota": system_daily_quota(system),
+               "log_scoring": log_upload_scoring(benchmarks=form.benchmarks.values()),
                "used": submissions_today(system),
                "inline_limit": settings.INLINE_VALIDATION_BYTES}
     if request.method == "POST" and form.is_valid():
@@ -527,7 +545,10 @@ def submission_staged(request, job_id):
 def _status_context(request, submission, fresh: bool = False) -> dict:
     run = submission.runs.select_related("job").order_by("-created_at", "-pk").first()
     context = {"submission": submission, "run": run, "job": run.job if run else None,
-               "can_write": can_write_system(request.user, submission.system), "fresh": fresh}
+               "can_write": can_write_system(request.user, submission.system), "fresh": fresh,
+               "can_evaluate": can_evaluate_submission(request.user, submission)}
+    if submission.protocol == "log":  # what scores it and when, said plainly
+        context["scoring"] = log_scoring(submission=submission)
     if run and run.job.status == run.job.Status.SUCCEEDED:
         results, summary = run_results(run=run), shown_on(run.evaluator, SUMMARY)
         context["results"] = [(axis, [(n, r) for n, r in rows if n in summary])
@@ -540,7 +561,6 @@ def submission_detail(request, uuid):
     submission = get_submission_for_user(request.user, uuid)
     return render(request, "leaderboard/submission_detail.html",
                   {**_status_context(request, submission),
-                   "can_evaluate": can_start_llm_runs(request.user),
                    "auto_evaluations": submission_auto_evaluations(submission=submission)})
 
 
@@ -708,8 +728,10 @@ def arena_index(request):
     benchmark = request.GET.get("benchmark", "")
     if benchmark:
         arenas = arenas.filter(benchmark__slug=benchmark)
+    waiting = arena_requests_waiting_count() if request.user.is_staff else None
     return render(request, "leaderboard/arena_index.html",
-                  {"arenas": arena_vote_counts(arenas), "benchmark": benchmark})
+                  {"arenas": arena_vote_counts(arenas), "benchmark": benchmark,
+                   "requests_waiting": waiting})
 
 
 def arena_ratings_page(request, slug):

@@ -126,6 +126,8 @@ ACCESS.update({
     "leaderboard:index": [({}, "get", ALL_200)],
     "leaderboard:board_default": [({"benchmark": "tiny"}, "get", ALL_200),
                                   ({"benchmark": "nope"}, "get", _NONE)],
+    "leaderboard:board_baselines_progress": [({"benchmark": "tiny"}, "get", ALL_200),
+                                             ({"benchmark": "nope"}, "get", _NONE)],
     "leaderboard:board": [(_BOARD, "get", ALL_200),
                           ({"benchmark": "tiny", "protocol": "log"}, "get", _NONE)],
     "leaderboard:simulators": [({"benchmark": "tiny"}, "get", ALL_200),
@@ -142,6 +144,16 @@ ACCESS.update({
                                 ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
     "leaderboard:system_simulate": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
                                     ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
+    # a researcher adds their live system to an arena (no benchmark named: 404 for the owner)
+    "leaderboard:system_arena_join": [
+        ({"slug": "lb-public"}, "post", {**_OWNER_WRITES, "researcher": 404, "staff": 404}),
+        ({"slug": "lb-private"}, "post", {**_OWNER_WRITES_PRIVATE, "researcher": 404,
+                                          "staff": 404})],
+    "leaderboard:arena_requests": [({}, "get", {**dict.fromkeys(PERSONAS, 403),
+                                                "anonymous": 302, "staff": 200})],
+    "leaderboard:arena_request_approve": [({"pk": 999999}, "post", {**_NONE,
+                                                                    "anonymous": 302})],
+    "leaderboard:arena_request_reject": [({"pk": 999999}, "post", {**_NONE, "anonymous": 302})],
     "leaderboard:submission_create": [({"slug": "lb-public"}, "get", _OWNER_WRITES),
                                       ({"slug": "lb-private"}, "get", _OWNER_WRITES_PRIVATE)],
     # a staged upload: its uploader's and staff's only (tests/leaderboard/test_staged_uploads.py)
@@ -151,13 +163,14 @@ ACCESS.update({
     "leaderboard:submission_publish": [
         (_PUB, "post", {**_OWNER_WRITES, "researcher": 400, "staff": 400}),
         (_PRIV, "post", {**_OWNER_WRITES_PRIVATE, "researcher": 400, "staff": 400})],
+    # the researcher owns both submissions: they may run an evaluator on their own (34.2)
     "leaderboard:submission_evaluate": [
-        (_PUB, "get", {"anonymous": 302, "outsider": 403, "annotator": 403, "researcher": 403,
+        (_PUB, "get", {"anonymous": 302, "outsider": 403, "annotator": 403, "researcher": 200,
                        "author": 200, "staff": 200}),
-        (_PRIV, "get", {"anonymous": 302, "outsider": 404, "annotator": 404, "researcher": 403,
+        (_PRIV, "get", {"anonymous": 302, "outsider": 404, "annotator": 404, "researcher": 200,
                         "author": 404, "staff": 200})],
     "leaderboard:submission_evaluate_start": [
-        (_PUB, "post", {"anonymous": 302, "outsider": 403, "annotator": 403, "researcher": 403,
+        (_PUB, "post", {"anonymous": 302, "outsider": 403, "annotator": 403, "researcher": 400,
                         "author": 400, "staff": 400})],
     "leaderboard:submission_download": [(_PUB, "get", _OWNER_WRITES),
                                         (_PRIV, "get", _OWNER_WRITES_PRIVATE)],
@@ -182,6 +195,11 @@ ACCESS.update({
     "leaderboard:api_submission": [(_PUB, "get", ALL_200), (_PRIV, "get", _OWNER_ONLY)],
     "leaderboard:api_submission_publish": [
         (_PUB, "post", {**_API_WRITES, "anonymous": 401}),
+        (_PRIV, "post", {**_API_WRITES, "outsider": 404, "annotator": 404, "author": 404})],
+    # an LLM evaluator on a submission: staff, study authors, and a researcher on their own
+    # (an empty body: 400 for those who may)
+    "leaderboard:api_submission_llm_runs": [
+        (_PUB, "post", {**_API_WRITES, "author": 400}),
         (_PRIV, "post", {**_API_WRITES, "outsider": 404, "annotator": 404, "author": 404})],
     "leaderboard:api_run": [({"run_id": 999999}, "get", _NONE)],
     "leaderboard:api_simulations": [({}, "get", ALL_200), ({}, "post", _API_WRITES)],

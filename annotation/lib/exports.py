@@ -70,6 +70,8 @@ def agreement_tables(report: Mapping) -> list[Table]:
         tables.append(_citation_table(report))
     if report.get("blind_recommendation"):
         tables.append(_recommend_table(report))
+    if report.get("pairwise_preferences"):
+        tables += _preference_tables(report["pairwise_preferences"])
     return tables
 
 
@@ -202,6 +204,39 @@ def _recommend_table(report) -> Table:
                            **_estimate_cells(estimate),
                            "n": ", ".join(f"{k} {v}" for k, v in estimate["n"].items())})
     return table
+
+
+def _preference_tables(summary: Mapping) -> list[Table]:
+    """Per system pair: wins, ties, losses and the win rate; over all systems: Bradley–Terry."""
+    pairs = Table("pairwise_pairs", "Pairwise preferences per system pair: the first system's "
+                  "wins, ties and losses, and its win rate (wins + ties/2) / votes with a 95% "
+                  "studentized cluster interval over dialogues on the logit scale "
+                  "(cluster_t_logit_mean)",
+                  [("system", "System"), ("opponent", "Opponent"), ("wins", "Wins"),
+                   ("ties", "Ties"), ("losses", "Losses"), ("votes", "Votes"),
+                   ("value", "Win rate"), ("ci_low", "CI low"), ("ci_high", "CI high"),
+                   ("dialogues", "Dialogues"), ("note", "Note")])
+    for row in summary["pairs"]:
+        estimate = row["win_rate"]
+        pairs.rows.append({**{key: row[key] for key in ("system", "opponent", "wins", "ties",
+                                                         "losses", "votes")},
+                           **_estimate_cells(estimate),
+                           "dialogues": estimate["n"].get("clusters")})
+    strengths = Table("pairwise_bradley_terry", "Bradley–Terry strengths from the pairwise "
+                      "preferences (Elo scale, mean 1000; a tie is half a win for each side), "
+                      "95% percentile-bootstrap intervals over votes and rank intervals "
+                      "(bradley_terry, the arena's code)",
+                      [("system", "System"), ("value", "Strength"), ("ci_low", "CI low"),
+                       ("ci_high", "CI high"), ("rank", "Rank"), ("rank_interval", "Rank interval"),
+                       ("votes", "Votes"), ("wins", "Wins"), ("ties", "Ties"),
+                       ("losses", "Losses"), ("note", "Note")])
+    for row in summary["strengths"]:
+        interval = (f"{row['rank_low']}–{row['rank_high']}" if row["rank_low"] is not None
+                    else "")
+        strengths.rows.append({"system": row["system"], **_estimate_cells(row["strength"]),
+                               "rank": row["rank"], "rank_interval": interval,
+                               **{key: row[key] for key in ("votes", "wins", "ties", "losses")}})
+    return [pairs, strengths]
 
 
 def correlation_tables(report: Mapping) -> list[Table]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from annotation.lib.labels import (
     CHECKLIST_SET_FIELD,
     CITATION_FIELD,
+    PAIRWISE_FIELD,
     RECOMMEND_FIELD,
     FieldSpec,
     LabelRow,
@@ -25,6 +26,7 @@ from annotation.lib.labels import (
     UnitKey,
     system_display,
 )
+from annotation.lib.preferences import pairwise_preferences
 from evaluation.lib import columns
 from evaluation.lib.stats import system_meta
 from evaluation.lib.stats.agreement import (
@@ -242,6 +244,8 @@ def build_agreement(table: LabelTable, *, snapshot: Mapping | None = None,
         "citation_note": citation_note,
         "blind_recommendation": _recommend(by_field.get(RECOMMEND_FIELD, []),
                                            recommend_gold or {}),
+        "pairwise_preferences": pairwise_preferences(by_field.get(PAIRWISE_FIELD, []),
+                                                     n_resamples=n_resamples, seed=seed),
         # each field's record names its own interval (params.interval): the jackknife, or for a
         # nominal field the test inversion or the profile likelihood (yes/no rated twice)
         "interval": {"method": ALPHA_INTERVAL, "yes_no_pairs": ALPHA_PAIR_INTERVAL,

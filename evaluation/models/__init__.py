@@ -7,13 +7,13 @@
 - `llm`: the LLM response cache, CoRE's debate turns, FACE's particles and optimisations, the
   LLM spending ledger and its accounts;
 - `simulations`: simulated users talking to live systems;
-- `arena`: battles between live systems and their votes;
+- `arena`: battles between live systems, their votes, and researchers' requests to join;
 - `auto_evaluation`: the LLM evaluators an operator runs on new uploads.
 
 Callers import from here (`from evaluation.models import Benchmark`).
 """
 
-from evaluation.models.arena import Arena, Battle, BattleTurn, Vote  # noqa: F401
+from evaluation.models.arena import Arena, ArenaRequest, Battle, BattleTurn, Vote  # noqa: F401
 from evaluation.models.auto_evaluation import AutoEvaluation, AutoEvaluator  # noqa: F401
 from evaluation.models.benchmarks import (  # noqa: F401
     BENCHMARK_FIELDS,

@@ -177,3 +177,44 @@ class Vote(models.Model):
 
     def __str__(self) -> str:
         return f"{self.system_a_id} vs {self.system_b_id}: {self.outcome}"
+
+
+class ArenaRequest(models.Model):
+    """A researcher asking for their live system to battle in a benchmark's arena.
+
+    With `CONCORD_ARENA_REQUIRE_APPROVAL` off the request is approved as it is made (the system
+    joins at once); with it on the request waits for staff (approve or reject, with a note the
+    researcher reads on their system's page). One waiting request per system and benchmark.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an operator"
+        APPROVED = "approved", "approved"
+        REJECTED = "rejected", "rejected"
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE,
+                                  related_name="arena_requests")
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="arena_requests")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+",
+                                   help_text="the operator who decided (none: no approval "
+                                             "was required)")
+    note = models.CharField(max_length=500, blank=True, help_text="the operator's reason")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=["pending", "approved", "rejected"]),
+                                   name="arenarequest_status"),
+            models.UniqueConstraint(fields=["benchmark", "system"],
+                                    condition=Q(status="pending"),
+                                    name="arenarequest_one_pending"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.system_id} → arena of {self.benchmark_id} ({self.status})"

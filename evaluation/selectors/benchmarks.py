@@ -432,3 +432,9 @@ def metrics_by_axis(metrics: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
 
 def pretty_json(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def baselines_job_latest(*, benchmark: Benchmark):
+    """The newest job evaluating reference baselines of BENCHMARK on a worker (`load_demo`
+    leaves the sentence-model ones to it), or None."""
+    return Job.objects.filter(params__baselines=benchmark.pk).order_by("-pk").first()

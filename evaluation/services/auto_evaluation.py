@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from core.roles import staff_only
 from evaluation.lib.formats.submission import TURN
 from evaluation.lib.llm import registry
 from evaluation.lib.llm.gateway import LLMConfigurationError
@@ -40,7 +41,8 @@ CHOICE_ERRORS = (ValueError, LLMConfigurationError, FaceOptimizationError, LLMRu
 
 def _require_staff(user) -> None:
     if not (user is not None and user.is_staff):
-        raise PermissionDenied("Only staff run a leaderboard's automatic LLM evaluators.")
+        raise PermissionDenied(staff_only("run a leaderboard's automatic LLM evaluators: they "
+                                          "spend the operator's money"))
 
 
 # --- the configuration ---------------------------------------------------------------------

@@ -21,7 +21,7 @@ from evaluation.models import (
     Run,
     Submission,
 )
-from evaluation.selectors.benchmarks import benchmark_bundle, latest_run
+from evaluation.selectors.benchmarks import baselines_job_latest, benchmark_bundle, latest_run
 from evaluation.services.runs import run_create, run_process
 from evaluation.services.submissions import (
     submission_create,
@@ -43,6 +43,8 @@ def baseline_submission_create(*, benchmark: Benchmark, name: str,
         baseline.key, items=bundle.items, reviews=bundle.reviews, dialogues=bundle.dialogues,
         splits=splits,
         progress=lambda done, total: progress(f"{baseline.key} answers", done, total),
+        prepare_progress=lambda done, total: progress(f"{baseline.key} embeddings", done,
+                                                      total),
     )
     system = system_get_or_create_baseline(key=baseline.key, name=baseline.name,
                                            family=baseline.family,
@@ -160,3 +162,53 @@ def _test_run_ensure(*, run: Run, suite_options: dict | None, progress: Progress
     test_run = run_create(submission=run.submission, suite_options=suite_options,
                           splits=[Split.TEST], enqueue=False)
     run_process(job_id=test_run.job_id, progress=progress)
+
+
+# --- the heavy baselines on a worker (issue 34.6) ---------------------------------------------
+
+BASELINES_TASK = "evaluation.tasks.baselines_job"
+
+
+def heavy_baselines() -> list[str]:
+    """The baselines that run a sentence-embedding model (Dense, Hybrid-RRF)."""
+    return [key for key, cls in BASELINES.items() if cls.needs_encoder]
+
+
+def baselines_enqueue(*, benchmark: Benchmark, names: list[str], user=None):
+    """A worker job that answers and evaluates the named baselines on BENCHMARK (those without
+    a succeeded run), with progress; the pending one if there is one; None when every named
+    baseline is already evaluated. QueueUnavailable when the broker is down (nothing stored)."""
+    from evaluation.models import Job, System
+    from evaluation.services.jobs import job_create
+
+    missing = []
+    for name in names:
+        baseline = baseline_class(name)
+        system = System.objects.filter(slug=f"baseline-{baseline.key}").first()
+        if system is None or _main_run(benchmark=benchmark, system=system) is None:
+            missing.append(baseline.key)
+    if not missing:
+        return None
+    pending = baselines_job_latest(benchmark=benchmark)
+    if pending is not None and not pending.is_finished:
+        return pending
+    return job_create(kind=Job.Kind.EVALUATION, user=user, task=BASELINES_TASK,
+                      params={"baselines": benchmark.pk, "names": missing})
+
+
+def baselines_job_process(*, job, progress: Progress) -> dict:
+    """The job `baselines_enqueue` queued: each baseline answered and evaluated in turn, the
+    progress bar saying which ("baseline 1 of 2: dense answers")."""
+    benchmark = Benchmark.objects.filter(pk=job.params["baselines"]).first()
+    if benchmark is None:
+        raise ValueError("the benchmark no longer exists")
+    names = job.params["names"]
+    done = []
+    for position, name in enumerate(names, 1):
+        def step(stage, count, total, position=position):
+            progress(f"baseline {position} of {len(names)}: {stage}"[:100], count, total)
+
+        for shown, run, _created in baselines_ensure(benchmark=benchmark, names=[name],
+                                                     progress=step):
+            done.append({"baseline": shown, "run": run.pk if run else None})
+    return {"baselines": done}

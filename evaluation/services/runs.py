@@ -89,7 +89,8 @@ def benchmark_hidden_release(*, benchmark: Benchmark, user) -> list[Run]:
     submission that answered it gets a queued run over all the splits it answers (the newest
     run is what its pages and the leaderboards show). Costs no one quota. Owner or staff."""
     if not (user.is_staff or benchmark.owner_id == user.pk):
-        raise PermissionDenied("Only the benchmark's owner can release its hidden scores.")
+        raise PermissionDenied("Only the benchmark's owner (or staff) can release its hidden "
+                               "scores.")
     with transaction.atomic():
         locked = Benchmark.objects.select_for_update().get(pk=benchmark.pk)
         if locked.hidden_released_at is not None:

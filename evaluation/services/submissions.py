@@ -230,7 +230,8 @@ def submission_submit_check(*, system: System, benchmark: Benchmark, user,
     """What an upload is refused for before its file is read: not the system's owner
     (PermissionDenied), a protocol the benchmark does not take (ValueError)."""
     if not (user.is_staff or system.owner_id == user.pk):
-        raise PermissionDenied("Only the system's owner can submit for it.")
+        raise PermissionDenied("Only the system's owner (or staff) can submit for it; register "
+                               "your own system to submit.")
     if protocol not in (benchmark.protocols or [TURN]):
         raise ValueError(f"{benchmark.name} takes {' and '.join(benchmark.protocols or [TURN])} "
                          f"submissions, not `{protocol}` ones")
@@ -298,7 +299,7 @@ def submission_set_public(*, submission: Submission, user, public: bool) -> Subm
     runs has succeeded, so a public leaderboard never links to a failed or running run.
     """
     if not (user.is_staff or submission.system.owner_id == user.pk):
-        raise PermissionDenied("Only the system's owner can publish its submissions.")
+        raise PermissionDenied("Only the system's owner (or staff) can publish its submissions.")
     if public and not submission.runs.filter(job__status=Job.Status.SUCCEEDED).exists():
         raise ValueError("Only a submission with a finished, successful run can be published.")
     Submission.objects.filter(pk=submission.pk).update(is_public=public)

@@ -171,6 +171,27 @@ def mean_coverage(rng, dialogues: int, kind: str) -> bool:
     return estimate.ci_low <= truth <= estimate.ci_high
 
 
+PREFERENCE_ANNOTATORS = 3
+PREFERENCE_TIE = 0.2  # the share of votes that are ties
+PREFERENCE_SHAPE = (6.0, 4.0)  # a dialogue's chance that the first system wins a non-tie vote
+PREFERENCE_TRUTH = (PREFERENCE_SHAPE[0] / sum(PREFERENCE_SHAPE) * (1.0 - PREFERENCE_TIE)
+                    + PREFERENCE_TIE / 2.0)
+
+
+def preference_coverage(rng, dialogues: int) -> bool:
+    """A study's pairwise items: 1-3 turns per dialogue, each judged by 3 annotators (win 1,
+    tie 0.5, loss 0), votes correlated within a dialogue through its own win chance; does the
+    win rate's interval (the call annotation.lib.preferences makes) cover the true rate?"""
+    turns = rng.integers(1, 4, size=dialogues)
+    clusters = np.repeat(np.arange(dialogues), turns * PREFERENCE_ANNOTATORS)
+    chance = rng.beta(*PREFERENCE_SHAPE, size=dialogues)[clusters]
+    tie = rng.random(clusters.size) < PREFERENCE_TIE
+    win = rng.random(clusters.size) < chance
+    scores = np.where(tie, 0.5, win.astype(float))
+    estimate = cluster_mean(scores, _labels(clusters), bounds=(0.0, 1.0))
+    return estimate.ci_low <= PREFERENCE_TRUTH <= estimate.ci_high
+
+
 def _paired_systems(rng, dialogues: int, kind: str, n_systems: int):
     """Equally good systems answering the same turns: shared dialogue difficulty, own noise."""
     sizes = _dialogue_sizes(rng, dialogues)
@@ -525,6 +546,9 @@ def _checks() -> list[Check]:
               "comparison.compare_systems (compare page, manage.py compare)"),
         Check("power_unequal_jackknife", "  power, jackknife-t alone (before)", "power",
               "clustered.paired_cluster_difference"),
+        Check("preference_win_rate", "95% CI of a pairwise win rate (3 annotators, ties)",
+              "coverage", "clustered.cluster_mean bounds=(0, 1) (study report: pairwise "
+              "preferences)"),
         Check("fwer_gaussian", "5 equal systems: some pair ranked apart, Gaussian", "fwer",
               "rank_tables.better_matrices (leaderboard ranks)"),
         Check("fwer_binary", "5 equal systems: some pair ranked apart, binary", "fwer",
@@ -654,6 +678,8 @@ def run_checks(
                 lambda rng: mean_coverage(rng, d, "binary"), reps, b + 4),
             "mean_near_bound": lambda d=dialogues, b=base: _share(
                 lambda rng: mean_coverage(rng, d, "near_bound"), reps, b + 21),
+            "preference_win_rate": lambda d=dialogues, b=base: _share(
+                lambda rng: preference_coverage(rng, d), reps, b + 45),
             "fwer_gaussian": lambda d=dialogues, b=base: _share(
                 lambda rng: leaderboard_fwer(rng, d, "gaussian"), reps, b + 5),
             "fwer_binary": lambda d=dialogues, b=base: _share(

@@ -129,3 +129,25 @@ def test_ab_redial_report_shows_agreement_with_intervals_and_leave_one_out(page,
     assert page.locator("#table-worst_pairs tbody tr").count() == 5
     assert page.locator("#coupling svg.heatmap rect.cell").count() == 5 * 5
     screenshot(page, "report-ab-redial")
+
+
+def test_the_pairwise_summary_fits_both_screen_sizes(page, live_server, tiny_benchmark, author,
+                                                     annotator, other_annotator, researcher):
+    submissions = make_submissions(tiny_benchmark, researcher)
+    study = make_study(tiny_benchmark, author, forms=(taskforms.PAIRWISE,),
+                       submissions=submissions, overlap_k=3, tie_break_extra=False,
+                       slug="pairwise-study")
+    for user in (annotator, other_annotator, User.objects.create_user("third")):
+        label_all(study, user, "plain")
+    log_in(page, live_server, author)
+    page.goto(f"/studies/{study.slug}/report/")
+    section = page.locator("#pairwise-preferences")
+    assert section.locator("table").count() == 2
+    assert "Bradley–Terry strengths" in section.inner_text()
+    for width, height in ((1366, 768), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        # the section's tables scroll inside it (the page head's buttons are issue 34.8's)
+        box = section.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, (width, box)
+        section.scroll_into_view_if_needed()
+        screenshot(page, f"report-pairwise-{width}")

@@ -84,19 +84,25 @@ def _csrf(client, url) -> str:
 
 
 @pytest.mark.django_db
-def test_only_staff_and_study_authors_may_start_llm_evaluators(public_log_submission,
-                                                                researcher, author, staff):
+def test_staff_study_authors_and_the_owner_may_start_llm_evaluators(public_log_submission,
+                                                                     researcher, author, staff):
+    from tests.conftest import _user
+
     url = reverse("leaderboard:submission_evaluate", args=[public_log_submission.uuid])
     start = reverse("leaderboard:submission_evaluate_start", args=[public_log_submission.uuid])
-    assert _client(researcher).get(url).status_code == 403  # the owner, but no study author
-    assert _client(researcher).post(start, {}).status_code == 403
+    assert _client(researcher).get(url).status_code == 200  # the owner, a researcher (34.2)
+    other = _user("other-researcher", "researcher")  # sees the public submission, not theirs
+    refused = _client(other).get(url)
+    assert refused.status_code == 403
+    assert b"researchers may start one on their own systems" in refused.content
+    assert _client(other).post(start, {}).status_code == 403
     assert _client(author).get(url).status_code == 200
     assert _client(staff).get(url).status_code == 200
     Submission.objects.filter(pk=public_log_submission.pk).update(is_public=False)
     assert _client(author).get(url).status_code == 404  # not visible to them any more
     assert Client().get(url).status_code == 302  # anonymous: log in first
     detail = reverse("leaderboard:submission_detail", args=[public_log_submission.uuid])
-    assert b"run-llm-evaluator" not in _client(researcher).get(detail).content
+    assert b"run-llm-evaluator" in _client(researcher).get(detail).content  # their own
     assert b"run-llm-evaluator" in _client(staff).get(detail).content
 
 

@@ -22,14 +22,22 @@ from evaluation.cli import ProgressBars
 from evaluation.lib.columns import shown_on
 from evaluation.lib.live.inprocess import adapters
 from evaluation.lib.metrics.types import SUMMARY
+from evaluation.lib.rankers import BASELINES
 from evaluation.models import Benchmark, Submission
 from evaluation.services.arena import arena_open
+from evaluation.services.jobs import QueueUnavailable
 from evaluation.services.live import live_baselines_ensure
-from evaluation.services.reference_rankers import baselines_ensure, demo_entrant_ensure
+from evaluation.services.reference_rankers import (
+    baselines_enqueue,
+    baselines_ensure,
+    demo_entrant_ensure,
+    heavy_baselines,
+)
 from evaluation.services.simulations import demo_simulations_ensure
 
 DEMO_SLUG = "demo-tourism"
 DEMO_PASSWORD = "concord-demo"
+STEPS = 6  # the "[load_demo k/6]" lines
 PUBLIC_STUDY = "ab_redial"  # the public data set's importer name and folder
 PUBLIC_BENCHMARK = "ab-redial"
 # The baselines the template simulator talks to on first start (the cheap in-process rankers
@@ -39,6 +47,9 @@ PUBLIC_BENCHMARK = "ab-redial"
 # docs/simulation.md "The demo's simulated board").
 DEMO_SIMULATED = ("popularity", "tfidf", "spatial")
 DEMO_SIMULATED_USERS, DEMO_SIMULATED_TURNS = 8, 5
+# Evaluated by load_demo itself (the demo study's and simulations' systems); the other four
+# reference baselines go to the worker unless --inline.
+INLINE_BASELINES = DEMO_SIMULATED
 DEMO_ACCOUNTS = (
     # username, groups, is_staff
     ("staff", (), True),
@@ -54,21 +65,28 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--seed", type=int, default=42)
+        parser.add_argument("--inline", action="store_true",
+                            help="evaluate the sentence-model baselines (Dense, Hybrid-RRF) here "
+                                 "too, instead of leaving them to the worker")
 
-    def handle(self, seed, **options):
+    def handle(self, seed, inline=False, **options):
         if settings.PRODUCTION:
             raise CommandError("load_demo creates accounts with a known password; "
                                "it refuses to run when DJANGO_ENV=production")
+        self._step(1, "the demo benchmark")
         if not Benchmark.objects.filter(slug=DEMO_SLUG).exists():
             bundle_dir = Path(settings.VAR_DIR) / "demo" / f"bundle-seed{seed}"
             call_command("make_demo_benchmark", str(bundle_dir), seed=seed, stdout=self.stdout)
             call_command("import_benchmark", str(bundle_dir), stdout=self.stdout)
         else:
             self.stdout.write(f"Benchmark {DEMO_SLUG} already loaded.")
+        self._step(2, "accounts")
         accounts = self._accounts()
-        self._baselines()
+        self._baselines(inline=inline)
+        self._step(5, "the demo studies")
         self._study()
         self._simulated_study()
+        self._step(6, "the public study")
         self._public_study()
         # Last, so that `make run` leaves the logins on screen above the server's output.
         self.stdout.write(accounts)
@@ -87,25 +105,66 @@ class Command(BaseCommand):
             lines.append(f"  {username:<12} {DEMO_PASSWORD:<14} {role}")
         return "Demo accounts (username, password, role):\n" + "\n".join(lines)
 
-    def _baselines(self):
-        """Every reference baseline answers the demo and is evaluated by the non-LLM Trace suite
-        (in this process; skipped for baselines that already have a finished run)."""
+    def _step(self, number: int, what: str) -> None:
+        self.stdout.write(f"[load_demo {number}/{STEPS}] {what} …")
+        self.stdout.flush()
+
+    def _baselines(self, inline: bool = False):
+        """Every reference baseline answers the demo and is evaluated by the non-LLM Trace suite:
+        the three the demo study and simulations use here, one line each; the others (Dense and
+        Hybrid-RRF run a sentence-embedding model) on the worker behind a progress bar on the
+        leaderboard, so the site serves sooner; all here with INLINE (or without a queue)."""
         benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
+        names = [name for name in BASELINES if inline or name in INLINE_BASELINES]
+        later = [name for name in BASELINES if name not in names]
+        self._step(3, f"reference baselines: {len(names)} evaluated here")
         self.stdout.write("Reference baselines: answering the demo and evaluating each one "
-                          "(about a minute on an idle machine; longer on a busy one) …")
+                          "(a line per baseline) …")
         # tqdm bars on a terminal (it needs the raw stream), plain lines in a log
         bars = ProgressBars(sys.stdout if self.stdout.isatty() else self.stdout)
-        for name, run, created in baselines_ensure(benchmark=benchmark, progress=bars):
-            if run is None:
-                self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
-                continue
-            metrics = shown_on(run.evaluator, SUMMARY)  # what a submission's page shows
-            summary = {row.metric: row.value for row in run.summaries.filter(metric__in=metrics)}
-            state = "evaluated" if created else "already evaluated"
-            figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in metrics
-                                if summary.get(metric) is not None)
-            self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+        if later:
+            self._heavy_baselines(benchmark, later, bars)
+        self._evaluate(benchmark, names, bars)
         self._entrant(benchmark, bars)
+        self._step(4, "live systems, the arena and template simulations")
+        self._live(benchmark)
+
+    def _heavy_baselines(self, benchmark, later, bars):
+        try:
+            job = baselines_enqueue(benchmark=benchmark, names=later)
+        except QueueUnavailable as exc:
+            self.stdout.write(f"Baselines {', '.join(later)}: the task queue is unavailable "
+                              f"({exc}); evaluating them here instead …")
+            self._evaluate(benchmark, later, bars)
+            return
+        if job is None:
+            self.stdout.write(f"Baselines {', '.join(later)}: already evaluated")
+            return
+        heavy = [name for name in later if name in heavy_baselines()]
+        verb = "run" if len(heavy) > 1 else "runs"
+        why = f"; {' and '.join(heavy)} {verb} a sentence-embedding model" if heavy else ""
+        self.stdout.write(f"Baselines {', '.join(later)}: queued for the worker (job {job.pk}"
+                          f"{why}); the site serves meanwhile, and the leaderboard "
+                          f"/leaderboards/{benchmark.slug}/ shows their progress")
+
+    def _evaluate(self, benchmark, names, bars):
+        for name in names:  # one at a time: a line as each one is done
+            self._evaluated(*baselines_ensure(benchmark=benchmark, names=[name],
+                                              progress=bars)[0])
+
+    def _evaluated(self, name, run, created):
+        if run is None:
+            self.stdout.write(f"Baseline {name}: skipped (no sentence-embedding model)")
+            return
+        metrics = shown_on(run.evaluator, SUMMARY)  # what a submission's page shows
+        summary = {row.metric: row.value for row in run.summaries.filter(metric__in=metrics)}
+        state = "evaluated" if created else "already evaluated"
+        figures = ", ".join(f"{metric} {summary[metric]:.3f}" for metric in metrics
+                            if summary.get(metric) is not None)
+        self.stdout.write(f"Baseline {name}: {state} (run {run.pk}: {figures})")
+        self.stdout.flush()
+
+    def _live(self, benchmark):
         # The same nine baselines as in-process live systems: `simulate` works offline at once.
         live = live_baselines_ensure()
         self.stdout.write(f"Live systems for user simulation: {len(live)} in-process baselines "

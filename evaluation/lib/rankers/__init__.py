@@ -37,13 +37,16 @@ def baseline_class(name: str) -> type[Baseline]:
 def generate_submission(name: str, *, items: Sequence[Mapping], reviews: Sequence[Mapping],
                         dialogues: Sequence[Mapping], splits: Sequence[str] | None = None,
                         pool_mode: str = CLOSED, encoder: SentenceEncoder | None = None,
-                        progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """Submission lines of baseline `name` for every answered turn of the chosen splits."""
+                        progress: Callable[[int, int], None] | None = None,
+                        prepare_progress: Callable[[int, int], None] | None = None
+                        ) -> list[dict]:
+    """Submission lines of baseline `name` for every answered turn of the chosen splits;
+    PREPARE_PROGRESS hears the batch work before the answers (Dense's embeddings)."""
     catalogue = Catalogue.from_records(items, reviews)
     contexts = turn_contexts(dialogues, catalogue=catalogue, item_records=items, splits=splits,
                              pool_mode=pool_mode)
     baseline = baseline_class(name)(catalogue, encoder=encoder)
-    baseline.prepare(contexts)
+    baseline.prepare(contexts, prepare_progress)
     lines = []
     for done, context in enumerate(contexts, start=1):
         lines.append(baseline.answer(context))

@@ -47,6 +47,7 @@ SPATIAL_TEXT_WEIGHT = 0.7
 SPATIAL_SCALE_KM = 1.0
 DENSE_REJECT_WEIGHT = 0.5
 DENSE_REVIEWS = 3
+PREPARE_CHUNK = 128  # texts embedded between two progress reports
 DENSE_REVIEW_CHARS = 200
 ROUTE_STOPS = 2
 
@@ -71,12 +72,17 @@ class Baseline(ABC):
     family = ""
     description = ""
     reads_conversation = True
+    # runs a sentence-embedding model on every text: minutes on a busy CPU, so `load_demo`
+    # leaves it to the worker (evaluation.services.reference_rankers.baselines_enqueue)
+    needs_encoder = False
 
     def __init__(self, catalogue: Catalogue, **options):
         self.catalogue = catalogue
 
-    def prepare(self, contexts: Sequence[TurnContext]) -> None:
-        """Batch work before answering (e.g. embedding every text once); none by default."""
+    def prepare(self, contexts: Sequence[TurnContext],
+                progress: Callable[[int, int], None] | None = None) -> None:
+        """Batch work before answering (e.g. embedding every text once), reporting PROGRESS
+        (done, total) as it goes; none by default."""
         return None
 
     @abstractmethod
@@ -163,6 +169,7 @@ class Aspect(Baseline):
 
 class Dense(Baseline):
     key, name, family = "dense", "Dense", "dense"
+    needs_encoder = True
     description = ("all-MiniLM-L6-v2 embeddings of the user turns vs name + categories + top-3 "
                    "reviews; rejected items subtracted from the query (weight 0.5).")
 
@@ -176,10 +183,16 @@ class Dense(Baseline):
         snippets = [r.text[:DENSE_REVIEW_CHARS] for r in reviews[:DENSE_REVIEWS]]
         return ". ".join([item.name, ", ".join(item.categories), *snippets])
 
-    def prepare(self, contexts):
+    def prepare(self, contexts, progress=None):
+        """Every document and user turn embedded once (the encoder caches them), in chunks of
+        PREPARE_CHUNK texts, so a long embedding reports progress (a worker's job would
+        otherwise look dead while it runs)."""
         item_ids = dict.fromkeys(i for c in contexts for i in c.pool)
-        self.encoder.encode([self.document(i) for i in item_ids])
-        self.encoder.encode([c.user_text for c in contexts])
+        texts = [self.document(i) for i in item_ids] + [c.user_text for c in contexts]
+        for start in range(0, len(texts), PREPARE_CHUNK):
+            self.encoder.encode(texts[start:start + PREPARE_CHUNK])
+            if progress:
+                progress(min(start + PREPARE_CHUNK, len(texts)), len(texts))
 
     def scores(self, context):
         query = self.encoder.encode([context.user_text])[0]
@@ -227,6 +240,7 @@ class _Point:
 
 class HybridRRF(Baseline):
     key, name, family = "hybrid-rrf", "Hybrid-RRF", "hybrid"
+    needs_encoder = True
     description = ("Reciprocal rank fusion (k = 60) of TF-IDF, Aspect, Dense and stars/price; "
                    "3-way without an embedding model.")
 
@@ -235,9 +249,9 @@ class HybridRRF(Baseline):
         self.tfidf, self.aspect = TfIdf(catalogue), Aspect(catalogue)
         self.dense: Dense | None = Dense(catalogue, encoder=encoder)
 
-    def prepare(self, contexts):
+    def prepare(self, contexts, progress=None):
         try:
-            self.dense.prepare(contexts)
+            self.dense.prepare(contexts, progress)
         except EmbeddingsUnavailable:
             self.dense = None
 
