@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0026_arena_screening'),
+        ('evaluation', '0032_leakage_audit'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
