@@ -14,7 +14,8 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation.models import Arena, Battle, BattleTurn, Benchmark, System
+from evaluation.lib.stats.arena_signals import shown_items
+from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Item, System
 from evaluation.rows import battle_turns
 from evaluation.selectors.benchmarks import scenario_rows
 
@@ -89,6 +90,7 @@ class Reply:
     text: str = ""
     error_kind: str = ""
     latency_ms: int | None = None
+    items: list[tuple[str, str]] = field(default_factory=list)  # the item cards: (id, name)
 
     @property
     def failure(self) -> str:
@@ -114,16 +116,35 @@ class BattleView:
     can_retry: bool = False  # a system failed to answer the last message: ask it again
     reveal: dict | None = None  # after the vote: names, the outcome, latencies
     scenario: list[tuple[str, str]] = field(default_factory=list)
+    cards: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # side: every card
+
+    @property
+    def signal_sides(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        """(side, label, its item cards) for the vote form's per-side questions."""
+        return [(side, SIDE_LABELS[side], self.cards.get(side, [])) for side in SIDES]
 
 
-def reply_of(turn: BattleTurn, battle: Battle, now=None) -> Reply:
+def item_names(battle: Battle, turns: list[BattleTurn]) -> dict[str, str]:
+    """The names of the items the answers' cards show (one query; none when no card)."""
+    ids = {i for t in turns if t.state == BattleTurn.State.OK for i in shown_items(
+        t.ranked_item_ids)}
+    if not ids or battle.arena.benchmark_id is None:
+        return {}
+    return dict(Item.objects.filter(benchmark_id=battle.arena.benchmark_id, external_id__in=ids)
+                .values_list("external_id", "name"))
+
+
+def reply_of(turn: BattleTurn, battle: Battle, now=None,
+             names: dict[str, str] | None = None) -> Reply:
     state = turn.state
     if turn_is_stale(turn, _system(battle, turn.side), now):
         state = "interrupted"
     revealed = battle.status == Battle.Status.VOTED
     return Reply(index=turn.index, side=turn.side, label=SIDE_LABELS[turn.side], state=state,
                  text=turn.text if turn.state == BattleTurn.State.OK else "",
-                 error_kind=turn.error_kind, latency_ms=turn.latency_ms if revealed else None)
+                 error_kind=turn.error_kind, latency_ms=turn.latency_ms if revealed else None,
+                 items=[(i, (names or {}).get(i, i)) for i in shown_items(turn.ranked_item_ids)]
+                 if turn.state == BattleTurn.State.OK else [])
 
 
 def battle_view(*, battle: Battle, fresh: bool = False,
@@ -137,12 +158,13 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     if turns is None:
         turns = battle_turns(battle)
     now = timezone.now()
+    names = item_names(battle, turns)
     rows = {}
     for turn in turns:
         rows.setdefault(turn.index, {})[turn.side] = turn
     views = [Exchange(index=i, message=row[BattleTurn.Side.USER].text,
-                      a=reply_of(row[BattleTurn.Side.A], battle, now),
-                      b=reply_of(row[BattleTurn.Side.B], battle, now))
+                      a=reply_of(row[BattleTurn.Side.A], battle, now, names),
+                      b=reply_of(row[BattleTurn.Side.B], battle, now, names))
              for i, row in sorted(rows.items())]
     is_open = battle.status == Battle.Status.OPEN
     waiting, finished = pending(turns, battle, now), exchanges(turns, battle, now)
@@ -150,6 +172,9 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     if battle.status == Battle.Status.VOTED:
         vote = battle.vote
         reveal = {"a": battle.system_a, "b": battle.system_b, "outcome": vote.outcome,
+                  "signals": [(SIDE_LABELS[side], vote.get_satisfaction_display_for(side),
+                               names.get(vote.accepted_item(side), vote.accepted_item(side)))
+                              for side in SIDES],
                   "outcome_label": vote.get_outcome_display(), "reason": vote.reason,
                   "not_counted": vote.get_excluded_reason_display() if vote.excluded_reason
                   else ""}
@@ -160,6 +185,9 @@ def battle_view(*, battle: Battle, fresh: bool = False,
                       pending=waiting, can_say=is_open and not waiting,
                       can_retry=is_open and not waiting and failed_last,
                       can_vote=is_open and not waiting and finished > 0, reveal=reveal,
+                      cards={side: list(dict.fromkeys(
+                          item for e in views for item in getattr(e, side).items))
+                          for side in SIDES},
                       scenario=scenario_rows(
                           {k: v for k, v in battle.scenario.items() if k != "dialogue_id"}))
 
@@ -171,7 +199,7 @@ def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, 
     turn = next((t for t in turns if t.index == index and t.side == side), None)
     if turn is None:
         return None, None
-    reply = reply_of(turn, battle)
+    reply = reply_of(turn, battle, names=item_names(battle, [turn]))
     if reply.state == BattleTurn.State.PENDING:
         return reply, None
     return reply, battle_view(battle=battle, fresh=True, turns=turns)

@@ -16,6 +16,7 @@ vote's `position` is the arena's next one.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 import time
@@ -32,6 +33,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from evaluation.lib.live.client import LiveCallError
+from evaluation.lib.stats.arena_signals import Answer, shown_items, side_style, words_in
 from evaluation.lib.live.contract import HistoryTurn, LiveRequest
 from evaluation.lib.rankers import Catalogue
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Dialogue, Split, System, Vote
@@ -93,7 +95,9 @@ def _unique_arena_slug(base: str) -> str:
 def arena_import_votes(*, benchmark: Benchmark, votes: list[dict],
                        system_for: Callable[[str], System]) -> Arena:
     """A new arena named after ``benchmark`` holding ``votes`` in the given (cast) order:
-    positions 0, 1, …; each vote {system_a, system_b (names), outcome, reason, voter_ref}.
+    positions 0, 1, …; each vote {system_a, system_b (names), outcome, reason, voter_ref} and
+    optionally satisfaction_a / satisfaction_b (the sides' conversations' sentiment) and
+    session_id.
     ``system_for`` maps a system name to its System."""
     arena = Arena.objects.create(slug=_unique_arena_slug(benchmark.slug), name=benchmark.name,
                                  benchmark=benchmark)
@@ -106,7 +110,10 @@ def arena_import_votes(*, benchmark: Benchmark, votes: list[dict],
         [Vote(arena=arena, system_a=systems[vote["system_a"]],
               system_b=systems[vote["system_b"]], outcome=vote["outcome"],
               reason=vote.get("reason", ""), position=position,
-              voter_ref=vote.get("voter_ref", "")[:200])
+              voter_ref=vote.get("voter_ref", "")[:200],
+              satisfaction_a=vote.get("satisfaction_a") or "",
+              satisfaction_b=vote.get("satisfaction_b") or "",
+              session_ref=(vote.get("session_id") or "")[:200])
          for position, vote in enumerate(votes)], batch_size=2000)
     return arena
 
@@ -365,12 +372,45 @@ def battle_replies_start(*, battle: Battle, index: int,
 # --- ending a battle --------------------------------------------------------------------------
 
 
+def _side_answers(turns: list[BattleTurn], side: str) -> list[Answer]:
+    return [Answer(t.text, tuple(t.ranked_item_ids)) for t in sorted(turns, key=lambda t: t.index)
+            if t.side == side and t.state == BattleTurn.State.OK]
+
+
+def vote_signals(*, turns: list[BattleTurn], satisfaction: dict, accepted: dict) -> dict:
+    """The vote's per-side fields (docs/arena.md, "What a vote records"), checked: a verdict is
+    satisfied, frustrated or none; an accepted item is one of the cards that side showed. Its
+    style per side, and the words of both final answers (what a person had to read)."""
+    fields, style, last = {}, {}, {}
+    for side in SIDES:
+        verdict = (satisfaction.get(side) or "").strip()
+        if verdict not in ("", *Vote.Satisfaction.values):
+            raise ValidationError(f"unknown verdict {verdict!r} for System {side.upper()}: "
+                                  "choose satisfied or frustrated")
+        answers = _side_answers(turns, side)
+        item = (accepted.get(side) or "").strip()
+        shown = {i for answer in answers for i in shown_items(answer.ranked_item_ids)}
+        if item and item not in shown:
+            raise ValidationError(f"System {side.upper()} did not show the item {item[:80]!r}: "
+                                  "accept one of its item cards")
+        fields[f"satisfaction_{side}"], fields[f"accepted_item_{side}"] = verdict, item
+        style[side] = side_style(answers)
+        last[side] = answers[-1].text if answers else ""
+    fields["style"] = style
+    fields["words_shown"] = sum(words_in(text) for text in last.values())
+    return fields
+
+
 @transaction.atomic
 def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: str = "",
-                user=None) -> Vote:
+                user=None, satisfaction: dict | None = None,
+                accepted: dict | None = None) -> Vote:
     """The battle's one vote, cast by USER; refused when replayed, before a finished exchange,
     while an answer is pending, or with an unknown outcome. Nothing is stored when refused. A
-    vote the ratings leave out (an answer named its system, or USER owns one) says why."""
+    vote the ratings leave out (an answer named its system, or USER owns one) says why.
+    SATISFACTION, ACCEPTED: {side: verdict} and {side: item id} (`vote_signals`). The vote also
+    stores the seconds since the last answer arrived, and a hash of the browser session (the
+    vote-quality flags read them)."""
     if outcome not in Vote.Outcome.values:
         raise ValidationError(f"unknown choice {outcome!r}: choose A, B, tie or both bad")
     reason = (reason or "").strip()
@@ -381,6 +421,10 @@ def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: st
         raise ValidationError("wait until both systems have answered")
     if not exchanges(turns, battle):
         raise ValidationError("talk to the systems first: a vote needs at least one exchange")
+    signals = vote_signals(turns=turns, satisfaction=satisfaction or {}, accepted=accepted or {})
+    now = timezone.now()
+    shown_at = max((t.settled_at for t in turns if t.side != BattleTurn.Side.USER
+                    and t.settled_at is not None), default=None)
     arena = Arena.objects.select_for_update().get(pk=battle.arena_id)  # positions in order
     position = (arena.votes.aggregate(last=Max("position"))["last"] or 0) + 1
     try:
@@ -388,11 +432,13 @@ def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: st
             vote = Vote.objects.create(
                 arena=arena, battle=battle, system_a=battle.system_a, system_b=battle.system_b,
                 outcome=outcome, reason=reason, position=position, voter_ref=voter_ref,
-                excluded_reason=vote_excluded_reason(battle=battle, user=user))
+                excluded_reason=vote_excluded_reason(battle=battle, user=user),
+                seconds_to_vote=(now - shown_at).total_seconds() if shown_at else None,
+                session_ref=hashlib.sha256(battle.session_key.encode()).hexdigest()[:32],
+                **signals)
     except IntegrityError:
         raise ValidationError("this battle already has its vote") from None
-    Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED,
-                                               updated_at=timezone.now())
+    Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED, updated_at=now)
     return vote
 
 
