@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation.lib.stats.arena_signals import shown_items
+from evaluation.lib.arena_signals import shown_items
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Item, System
 from evaluation.rows import battle_turns
 from evaluation.selectors.benchmarks import scenario_rows

@@ -32,8 +32,8 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from evaluation.lib.arena_signals import Answer, shown_items, side_style, words_in
 from evaluation.lib.live.client import LiveCallError
-from evaluation.lib.stats.arena_signals import Answer, shown_items, side_style, words_in
 from evaluation.lib.live.contract import HistoryTurn, LiveRequest
 from evaluation.lib.rankers import Catalogue
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Dialogue, Split, System, Vote

@@ -25,7 +25,8 @@ from tests.support.live_server import first_items, live_server
 def arena(tiny_benchmark, researcher):
     cited = {"response": 'Harbor Grill is quiet. "Lovely view" [R1]',
              "ranked_item_ids": ["r1", "r2"], "citations": [{"label": "R1", "review_id": "v1"}]}
-    with live_server(lambda request: cited) as one, live_server(first_items(["r2"], "Noodle Nook is cheap.")) as two:
+    with live_server(lambda request: cited) as one, \
+            live_server(first_items(["r2"], "Noodle Nook is cheap.")) as two:
         systems = [live_system_create(name="Seafood Bot", owner=researcher, endpoint=one.url,
                                       timeout_seconds=2, max_retries=0),
                    live_system_create(name="Noodle Bot", owner=researcher, endpoint=two.url,
