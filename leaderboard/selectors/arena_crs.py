@@ -32,6 +32,10 @@ QUALITY_RESAMPLES = 200  # the bootstrap of the ratings without flagged votes
 # Facets a battle's scenario may carry (docs/arena.md, "Ratings per scenario facet").
 FACETS = {"city": "city", "item_type": "item type", "difficulty": "difficulty tier",
           "rejections": "rejection present"}
+CRS_COLUMNS = [f"{name}_{part}" for name in ("satisfaction", "acceptance")
+               for part in ("rate", "ci_low", "ci_high", "n")] + [
+    "style_rating", "style_ci_low", "style_ci_high", "style_rank", "rating_unflagged",
+    "rating_ability_weighted", "ability_effect"]  # what `crs_rows` adds to each row (the CSV's columns)
 FIELDS = ("pk", "system_a_id", "system_b_id", "outcome", "satisfaction_a", "satisfaction_b",
           "accepted_item_a", "accepted_item_b", "battle_id", "style", "seconds_to_vote",
           "words_shown", "session_ref", "voter_ref", "excluded_reason", "battle__scenario")
@@ -45,6 +49,7 @@ class CrsExtras:
     unflagged: dict  # system id -> rating without flagged votes (the board's method)
     unflagged_votes: int
     ability: dict  # system id -> ability-weighted Bradley–Terry rating
+    plain_bt: dict  # system id -> plain Bradley–Terry rating of the same votes
     voters: int
     facets: dict[str, FacetTable] = field(default_factory=dict)  # facet -> its table
 
@@ -92,6 +97,8 @@ def _compute(votes: list[dict], method: str) -> CrsExtras:
     ability = ability_weighted_ratings(
         [(v["system_a_id"], v["system_b_id"], v["outcome"],
           v["session_ref"] or v["voter_ref"] or f"vote-{v['pk']}") for v in counted])
+    plain = arena_table([(v["system_a_id"], v["system_b_id"], v["outcome"]) for v in counted],
+                        method="bt", n_resamples=1)
     facets = {}
     for facet in FACETS:
         tagged = [(v["system_a_id"], v["system_b_id"], v["outcome"],
@@ -104,6 +111,7 @@ def _compute(votes: list[dict], method: str) -> CrsExtras:
         flag_counts=flag_counts,
         unflagged={row.system: row.rating for row in unflagged.rows}, unflagged_votes=len(kept),
         ability=ability.ratings if ability else {},
+        plain_bt={row.system: row.rating for row in plain.rows},
         voters=len(ability.abilities) if ability else 0, facets=facets)
 
 
@@ -137,7 +145,9 @@ def crs_rows(board, extras: CrsExtras) -> None:
         row["style_ci_high"] = style.ci_high if style else None
         row["style_rank"] = style.rank if style else None
         row["rating_unflagged"] = extras.unflagged.get(pk)
-        row["rating_ability_weighted"] = extras.ability.get(pk)
+        row["rating_ability_weighted"] = weighted = extras.ability.get(pk)
+        plain = extras.plain_bt.get(pk)
+        row["ability_effect"] = None if weighted is None or plain is None else weighted - plain
 
 
 def crs_payload(board, extras: CrsExtras) -> dict:
