@@ -32,10 +32,11 @@ QUALITY_RESAMPLES = 200  # the bootstrap of the ratings without flagged votes
 # Facets a battle's scenario may carry (docs/arena.md, "Ratings per scenario facet").
 FACETS = {"city": "city", "item_type": "item type", "difficulty": "difficulty tier",
           "rejections": "rejection present"}
+# What `crs_rows` adds to each row (the CSV's columns).
 CRS_COLUMNS = [f"{name}_{part}" for name in ("satisfaction", "acceptance")
                for part in ("rate", "ci_low", "ci_high", "n")] + [
     "style_rating", "style_ci_low", "style_ci_high", "style_rank", "rating_unflagged",
-    "rating_ability_weighted", "ability_effect"]  # what `crs_rows` adds to each row (the CSV's columns)
+    "rating_ability_weighted", "ability_effect"]
 FIELDS = ("pk", "system_a_id", "system_b_id", "outcome", "satisfaction_a", "satisfaction_b",
           "accepted_item_a", "accepted_item_b", "battle_id", "style", "seconds_to_vote",
           "words_shown", "session_ref", "voter_ref", "excluded_reason", "battle__scenario")
