@@ -25,10 +25,11 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, close_old_connections, connection, transaction
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -36,6 +37,8 @@ from evaluation.lib.arena_signals import Answer, shown_items, side_style, words_
 from evaluation.lib.live.client import LiveCallError
 from evaluation.lib.live.contract import HistoryTurn, LiveRequest
 from evaluation.lib.rankers import Catalogue
+from evaluation.lib.stats.arena import fit_bradley_terry, outcome_score
+from evaluation.lib.stats.arena_pairing import pair_probabilities
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Dialogue, Split, System, Vote
 from evaluation.rows import (
     battle_status_locked,
@@ -121,27 +124,50 @@ def arena_import_votes(*, benchmark: Benchmark, votes: list[dict],
 # --- starting a battle ------------------------------------------------------------------------
 
 
-def pair_choose(systems: list[System], counts: Counter,
-                rng: random.Random) -> tuple[System, System]:
-    """The least-battled pair (votes plus open battles, either order), ties broken at random,
-    then a random side for each: over time every pair gets votes, and A is either system."""
+def pair_choose(systems: list[System], counts: Counter, rng: random.Random,
+                wins: np.ndarray | None = None) -> tuple[System, System]:
+    """The pair for the next battle, then a random side for each (A is either system).
+
+    Adaptive pairing (docs/arena.md, "Adaptive pairing"): once the arena's counted votes give
+    Bradley–Terry ratings (WINS, systems × systems in the order of SYSTEMS, ties half), pairs
+    are drawn with `pair_probabilities` (pairs whose order is least settled most often, with a
+    floor for every pair and a cap on any pair's share). Before that, the least-battled pair
+    (votes plus open battles, either order; ties at random), so every pair gets votes first."""
     pairs = [(x, y) for i, x in enumerate(systems) for y in systems[i + 1:]]
     if not pairs:
         raise ValidationError("this arena needs at least two live systems")
-    load = {pair: counts[frozenset((pair[0].pk, pair[1].pk))] for pair in pairs}
-    fewest = min(load.values())
-    first, second = rng.choice([pair for pair in pairs if load[pair] == fewest])
+    if wins is not None and fit_bradley_terry(wins) is not None:
+        probabilities = pair_probabilities(wins)
+        index = {(x.pk, y.pk): (i, j) for i, x in enumerate(systems)
+                 for j, y in enumerate(systems) if i < j}
+        weights = [probabilities[index[(x.pk, y.pk)]] for x, y in pairs]
+        first, second = rng.choices(pairs, weights=weights)[0]
+    else:
+        load = {pair: counts[frozenset((pair[0].pk, pair[1].pk))] for pair in pairs}
+        fewest = min(load.values())
+        first, second = rng.choice([pair for pair in pairs if load[pair] == fewest])
     return (first, second) if rng.random() < 0.5 else (second, first)
 
 
-def _pair_counts(arena: Arena) -> Counter:
+def _pair_counts(arena: Arena, systems: list[System]) -> tuple[Counter, np.ndarray]:
+    """Votes plus open battles per pair, and the counted votes' win matrix over SYSTEMS (ties
+    and "both bad" half a win each): two grouped queries, however many votes the arena has."""
     counts: Counter = Counter()
-    for a, b in arena.votes.values_list("system_a_id", "system_b_id"):
-        counts[frozenset((a, b))] += 1
-    for a, b in arena.battles.filter(status=Battle.Status.OPEN).values_list("system_a_id",
-                                                                            "system_b_id"):
-        counts[frozenset((a, b))] += 1
-    return counts
+    position = {system.pk: i for i, system in enumerate(systems)}
+    wins = np.zeros((len(systems), len(systems)))
+    grouped = (arena.votes.order_by().values_list("system_a_id", "system_b_id", "outcome",
+                                                  "excluded_reason").annotate(n=Count("pk")))
+    for a, b, outcome, excluded, n in grouped:
+        counts[frozenset((a, b))] += n
+        if not excluded and a in position and b in position:
+            score = outcome_score(outcome)
+            wins[position[a], position[b]] += n * score
+            wins[position[b], position[a]] += n * (1 - score)
+    open_battles = (arena.battles.filter(status=Battle.Status.OPEN).order_by()
+                    .values_list("system_a_id", "system_b_id").annotate(n=Count("pk")))
+    for a, b, n in open_battles:
+        counts[frozenset((a, b))] += n
+    return counts, wins
 
 
 def scenario_draw(benchmark: Benchmark, rng: random.Random) -> dict:
@@ -163,7 +189,9 @@ def battle_start(*, arena: Arena, session_key: str, user=None, address_hash: str
         raise ValidationError("a battle needs a browser session")
     rng = rng or random.SystemRandom()
     Arena.objects.select_for_update().get(pk=arena.pk)  # concurrent starts see each other's pair
-    system_a, system_b = pair_choose(arena_live_systems(arena), _pair_counts(arena), rng)
+    systems = arena_live_systems(arena)
+    counts, wins = _pair_counts(arena, systems)
+    system_a, system_b = pair_choose(systems, counts, rng, wins)
     scenario = {} if own_request or arena.benchmark is None else scenario_draw(arena.benchmark, rng)
     return Battle.objects.create(
         uuid=uuid.uuid4(), arena=arena, system_a=system_a, system_b=system_b,
