@@ -69,7 +69,7 @@ from .apidocs import api_endpoints
 from .forms import FAMILIES, SignupForm, SimulationForm, SubmissionForm, SystemForm
 from .selectors import arenas as arena_selectors
 from .selectors.arena_agreement import arena_agreement
-from .selectors.arena_crs import CRS_COLUMNS, FACETS, crs_payload
+from .selectors.arena_crs import CRS_COLUMNS, crs_payload
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
 from .selectors.auto_evaluations import submission_auto_evaluations
 from .selectors.boards import (
@@ -689,7 +689,7 @@ def arena_ratings_page(request, slug):
     facet = facet if facet in crs["facets"] else next(iter(crs["facets"]), "")
     return render(request, "leaderboard/arena_ratings.html",
                   {"board": board, "arena": arena, "params": params, "export_query": query,
-                   "crs": crs, "facet": facet, "facet_labels": FACETS,
+                   "crs": crs, "facet": facet,
                    "methods": arena_selectors.METHOD_LABELS,
                    "rank_note": arena_selectors.RANK_NOTE, "agreement": agreement,
                    "can_create_study": can_create_studies(request.user)})

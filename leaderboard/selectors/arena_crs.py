@@ -173,9 +173,12 @@ def crs_payload(board, extras: CrsExtras) -> dict:
                          "flag_labels": FLAGS,
                          "unflagged_votes": extras.unflagged_votes,
                          "ability_voters": extras.voters},
-        "facets": {facet: [{"value": r.facet_value, "system": names.get(r.system, str(r.system)),
-                            "rating": r.rating, "ci_low": r.ci_low, "ci_high": r.ci_high,
-                            "votes": r.votes} for r in t.rows]
+        "facets": {facet: {"label": FACETS[facet], "method_label": t.method_label,
+                           "undefined_reason": t.undefined_reason,
+                           "rows": [{"value": r.facet_value,
+                                     "system": names.get(r.system, str(r.system)),
+                                     "rating": r.rating, "ci_low": r.ci_low,
+                                     "ci_high": r.ci_high, "votes": r.votes} for r in t.rows]}
                    for facet, t in extras.facets.items()},
     }
 

@@ -73,3 +73,10 @@ def test_verdicts_and_an_accepted_item_by_mouse_and_keyboard(page, tiny_benchmar
         assert f"System {one_card.upper()}: Frustrated" in reveal
         screenshot(page, f"arena-signals-reveal-{width}")
         _no_sideways_scroll(page)
+        # the ratings page's CRS sections: the vote's verdicts as rates, tables in their cards
+        page.goto("/arenas/tiny/ratings/?method=bt")
+        table = page.locator(".arena-signals-table").inner_text()
+        assert "Alpha Bot" in table and "Beta Bot" in table
+        assert page.locator("#facets").is_visible()
+        screenshot(page, f"arena-ratings-crs-{width}")
+        _no_sideways_scroll(page)
