@@ -124,14 +124,27 @@ class BattleView:
         return [(side, SIDE_LABELS[side], self.cards.get(side, [])) for side in SIDES]
 
 
+_ITEM_NAMES: dict[tuple, str] = {}  # (benchmark id, its creation, item id) -> name, this process
+ITEM_NAMES_KEPT = 50_000
+
+
 def item_names(battle: Battle, turns: list[BattleTurn]) -> dict[str, str]:
-    """The names of the items the answers' cards show (one query; none when no card)."""
+    """The names of the items the answers' cards show: kept per process (a benchmark's items
+    do not change; a re-created benchmark is another key, as for `arena_catalogue`), so a turn
+    reads only names it has not seen (at most one query; none when no card)."""
     ids = {i for t in turns if t.state == BattleTurn.State.OK for i in shown_items(
         t.ranked_item_ids)}
     if not ids or battle.arena.benchmark_id is None:
         return {}
-    return dict(Item.objects.filter(benchmark_id=battle.arena.benchmark_id, external_id__in=ids)
-                .values_list("external_id", "name"))
+    benchmark = (battle.arena.benchmark_id, battle.arena.benchmark.created_at)
+    missing = [i for i in ids if (benchmark, i) not in _ITEM_NAMES]
+    if missing:
+        if len(_ITEM_NAMES) > ITEM_NAMES_KEPT:
+            _ITEM_NAMES.clear()
+        found = dict(Item.objects.filter(benchmark_id=benchmark[0], external_id__in=missing)
+                     .values_list("external_id", "name"))
+        _ITEM_NAMES.update({(benchmark, i): found.get(i, i) for i in missing})
+    return {i: _ITEM_NAMES[(benchmark, i)] for i in ids}
 
 
 def reply_of(turn: BattleTurn, battle: Battle, now=None,
@@ -148,7 +161,8 @@ def reply_of(turn: BattleTurn, battle: Battle, now=None,
 
 
 def battle_view(*, battle: Battle, fresh: bool = False,
-                turns: list[BattleTurn] | None = None) -> BattleView:
+                turns: list[BattleTurn] | None = None,
+                names: dict[str, str] | None = None) -> BattleView:
     """BATTLE as its page shows it. FRESH: BATTLE was just read in this request (with its
     systems and its arena's benchmark), so it is used as it is; else it is read again. TURNS:
     its turns, when the caller has just read them."""
@@ -158,7 +172,8 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     if turns is None:
         turns = battle_turns(battle)
     now = timezone.now()
-    names = item_names(battle, turns)
+    if names is None:
+        names = item_names(battle, turns)
     rows = {}
     for turn in turns:
         rows.setdefault(turn.index, {})[turn.side] = turn
@@ -199,10 +214,11 @@ def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, 
     turn = next((t for t in turns if t.index == index and t.side == side), None)
     if turn is None:
         return None, None
-    reply = reply_of(turn, battle, names=item_names(battle, [turn]))
-    if reply.state == BattleTurn.State.PENDING:
-        return reply, None
-    return reply, battle_view(battle=battle, fresh=True, turns=turns)
+    if turn.state == BattleTurn.State.PENDING and not turn_is_stale(turn, _system(battle, side)):
+        return reply_of(turn, battle), None
+    names = item_names(battle, turns)  # one query for the reply and the battle's controls
+    reply = reply_of(turn, battle, names=names)
+    return reply, battle_view(battle=battle, fresh=True, turns=turns, names=names)
 
 
 def arena_of_benchmark(benchmark: Benchmark) -> Arena | None:
