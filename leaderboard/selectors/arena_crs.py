@@ -28,6 +28,9 @@ from evaluation.lib.stats.arena_style import (
 )
 from evaluation.models import Arena, Vote
 
+ABILITY_METHOD = ("Bradley–Terry with a discrimination per voter (am-ELO, arXiv 2505.03475) "
+                  "and a N(1, 0.5²) prior on it; voters by session; effect = this rating − the "
+                  "plain Bradley–Terry rating of the same votes")
 QUALITY_RESAMPLES = 200  # the bootstrap of the ratings without flagged votes
 # Facets a battle's scenario may carry (docs/arena.md, "Ratings per scenario facet").
 FACETS = {"city": "city", "item_type": "item type", "difficulty": "difficulty tier",
@@ -172,6 +175,9 @@ def crs_payload(board, extras: CrsExtras) -> dict:
         "vote_quality": {"flags": extras.flag_counts,
                          "flag_labels": FLAGS,
                          "unflagged_votes": extras.unflagged_votes,
+                         "unflagged_method": f"{board.method} point ratings of the counted "
+                                             "votes no flag marks",
+                         "ability_method": ABILITY_METHOD,
                          "ability_voters": extras.voters},
         "facets": {facet: {"label": FACETS[facet], "method_label": t.method_label,
                            "undefined_reason": t.undefined_reason,
