@@ -79,6 +79,7 @@ from .forms import (
 )
 from .selectors import arenas as arena_selectors
 from .selectors.arena_agreement import arena_agreement
+from .selectors.arena_crs import CRS_COLUMNS, crs_payload
 from .selectors.arena_requests import arena_requests_waiting_count, system_arena_panel
 from .selectors.arenas import arena_board, arena_board_payload, arena_vote_counts
 from .selectors.auto_evaluations import (
@@ -744,8 +745,12 @@ def arena_ratings_page(request, slug):
     agreement = arena_agreement(arena=arena, board_rows=board.rows, user=request.user,
                                 study_slug=request.GET.get("study", "")[:80],
                                 field_name=request.GET.get("field", "")[:100])
+    crs = crs_payload(board, board.crs)
+    facet = request.GET.get("facet", "")
+    facet = facet if facet in crs["facets"] else next(iter(crs["facets"]), "")
     return render(request, "leaderboard/arena_ratings.html",
                   {"board": board, "arena": arena, "params": params, "export_query": query,
+                   "crs": crs, "facet": facet,
                    "methods": arena_selectors.METHOD_LABELS,
                    "rank_note": arena_selectors.RANK_NOTE, "agreement": agreement,
                    "can_create_study": can_create_studies(request.user)})
@@ -763,7 +768,7 @@ def arena_ratings_export(request, slug, fmt):
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         fields = ["rank", "rank_low", "rank_high", "system", "slug", "rating", "ci_low",
-                  "ci_high", "votes", "wins", "losses", "ties"]
+                  "ci_high", "votes", "wins", "losses", "ties", *CRS_COLUMNS]
         excluded = {f"excluded_{reason}": board.excluded.get(reason, 0)
                     for reason in arena_selectors.EXCLUDED_NOTES}
         writer = csv.DictWriter(response, fieldnames=["arena", "method", *fields, "ci_note",

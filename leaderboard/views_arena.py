@@ -168,7 +168,11 @@ def arena_battle_vote(request, uuid):
         battle_vote(battle=battle, outcome=request.POST.get("outcome", ""),
                     reason=request.POST.get("reason", ""),
                     voter_ref=f"user:{request.user.pk}" if request.user.is_authenticated
-                    else "", user=request.user)
+                    else "", user=request.user,
+                    satisfaction={side: request.POST.get(f"satisfaction_{side}", "")
+                                  for side in SIDES},
+                    accepted={side: request.POST.get(f"accepted_{side}", "")[:200]
+                              for side in SIDES})
     except ValidationError as error:
         status = 409 if battle.status != "open" or "already" in " ".join(error.messages) else 400
         return render(request, "leaderboard/arena_battle.html",

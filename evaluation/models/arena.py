@@ -138,6 +138,10 @@ class Vote(models.Model):
         IDENTITY_LEAKED = "identity_leaked", "an answer named its system"
         OWNER = "owner", "cast by the owner of a system in the battle"
 
+    class Satisfaction(models.TextChoices):
+        SATISFIED = "satisfied", "Satisfied"
+        FRUSTRATED = "frustrated", "Frustrated"
+
     class Outcome(models.TextChoices):
         A = "a", "A is better"
         B = "b", "B is better"
@@ -156,6 +160,22 @@ class Vote(models.Model):
                                  help_text="who voted: a user id, or the imported file's user_id")
     excluded_reason = models.CharField(max_length=20, choices=Excluded.choices, blank=True,
                                        default=Excluded.COUNTED)
+    # What a CRS arena records per side (docs/arena.md, "What a vote records"): the person's
+    # verdict on that conversation and the item they accepted (an item card they chose), or ""
+    # when not given; `reason` is the optional free-text feedback.
+    satisfaction_a = models.CharField(max_length=10, choices=Satisfaction.choices, blank=True)
+    satisfaction_b = models.CharField(max_length=10, choices=Satisfaction.choices, blank=True)
+    accepted_item_a = models.CharField(max_length=200, blank=True,
+                                       help_text="the item id accepted from System A's cards")
+    accepted_item_b = models.CharField(max_length=200, blank=True)
+    # What the ratings' style control and vote-quality flags read (docs/arena.md): each side's
+    # style ({"length", "items", "citations"}: evaluation/lib/arena_signals.py), seconds from
+    # the last answers shown to the vote, words in both final answers, and a hash of the
+    # browser session (imported votes: the file's session id).
+    style = models.JSONField(default=dict, blank=True)
+    seconds_to_vote = models.FloatField(null=True, blank=True)
+    words_shown = models.PositiveIntegerField(null=True, blank=True)
+    session_ref = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -169,6 +189,9 @@ class Vote(models.Model):
             models.CheckConstraint(
                 condition=Q(excluded_reason__in=["", "identity_leaked", "owner"]),
                 name="vote_excluded_reason"),
+            *(models.CheckConstraint(condition=Q(**{f"satisfaction_{side}__in": [
+                "", "satisfied", "frustrated"]}), name=f"vote_satisfaction_{side}")
+              for side in ("a", "b")),
         ]
         # The ratings read an arena's counted votes in cast order, and count the others by
         # reason, each by one range of this index.
@@ -178,6 +201,11 @@ class Vote(models.Model):
     def __str__(self) -> str:
         return f"{self.system_a_id} vs {self.system_b_id}: {self.outcome}"
 
+    def accepted_item(self, side: str) -> str:
+        return getattr(self, f"accepted_item_{side}")
+
+    def get_satisfaction_display_for(self, side: str) -> str:
+        return getattr(self, f"get_satisfaction_{side}_display")()
 
 class ArenaRequest(models.Model):
     """A researcher asking for their live system to battle in a benchmark's arena.

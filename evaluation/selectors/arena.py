@@ -16,8 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.lib import scenarios
+from evaluation.lib.arena_signals import shown_items
 from evaluation.lib.highlight import Segment, quote_segments
-from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Review, System
+from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Item, Review, System
 from evaluation.rows import battle_turns
 
 SIDES = (BattleTurn.Side.A, BattleTurn.Side.B)
@@ -95,6 +96,7 @@ class Reply:
     # it cites on the benchmark's item page (as the dialogue viewer links them)
     segments: list[Segment] = field(default_factory=list)
     citations: list[dict] = field(default_factory=list)
+    items: list[tuple[str, str]] = field(default_factory=list)  # the item cards: (id, name)
 
     @property
     def failure(self) -> str:
@@ -120,9 +122,39 @@ class BattleView:
     can_retry: bool = False  # a system failed to answer the last message: ask it again
     reveal: dict | None = None  # after the vote: names, the outcome, latencies
     scenario: list[tuple[str, str]] = field(default_factory=list)
+    cards: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # side: every card
+
+    @property
+    def signal_sides(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        """(side, label, its item cards) for the vote form's per-side questions."""
+        return [(side, SIDE_LABELS[side], self.cards.get(side, [])) for side in SIDES]
 
 
-def reply_of(turn: BattleTurn, battle: Battle, now=None) -> Reply:
+_ITEM_NAMES: dict[tuple, str] = {}  # (benchmark id, its creation, item id) -> name, this process
+ITEM_NAMES_KEPT = 50_000
+
+
+def item_names(battle: Battle, turns: list[BattleTurn]) -> dict[str, str]:
+    """The names of the items the answers' cards show: kept per process (a benchmark's items
+    do not change; a re-created benchmark is another key, as for `arena_catalogue`), so a turn
+    reads only names it has not seen (at most one query; none when no card)."""
+    ids = {i for t in turns if t.state == BattleTurn.State.OK for i in shown_items(
+        t.ranked_item_ids)}
+    if not ids or battle.arena.benchmark_id is None:
+        return {}
+    benchmark = (battle.arena.benchmark_id, battle.arena.benchmark.created_at)
+    missing = [i for i in ids if (benchmark, i) not in _ITEM_NAMES]
+    if missing:
+        if len(_ITEM_NAMES) > ITEM_NAMES_KEPT:
+            _ITEM_NAMES.clear()
+        found = dict(Item.objects.filter(benchmark_id=benchmark[0], external_id__in=missing)
+                     .values_list("external_id", "name"))
+        _ITEM_NAMES.update({(benchmark, i): found.get(i, i) for i in missing})
+    return {i: _ITEM_NAMES[(benchmark, i)] for i in ids}
+
+
+def reply_of(turn: BattleTurn, battle: Battle, now=None,
+             names: dict[str, str] | None = None) -> Reply:
     state = turn.state
     if turn_is_stale(turn, _system(battle, turn.side), now):
         state = "interrupted"
@@ -134,7 +166,9 @@ def reply_of(turn: BattleTurn, battle: Battle, now=None) -> Reply:
                  latency_ms=turn.latency_ms if revealed else None,
                  segments=quote_segments(text, [(c["quote"], c) for c in citations
                                                 if c["quote"] and c["href"]]),
-                 citations=citations)
+                 citations=citations,
+                 items=[(i, (names or {}).get(i, i)) for i in shown_items(turn.ranked_item_ids)]
+                 if turn.state == BattleTurn.State.OK else [])
 
 
 def _citations(turn: BattleTurn, battle: Battle) -> list[dict]:
@@ -159,7 +193,8 @@ def _citations(turn: BattleTurn, battle: Battle) -> list[dict]:
 
 
 def battle_view(*, battle: Battle, fresh: bool = False,
-                turns: list[BattleTurn] | None = None) -> BattleView:
+                turns: list[BattleTurn] | None = None,
+                names: dict[str, str] | None = None) -> BattleView:
     """BATTLE as its page shows it. FRESH: BATTLE was just read in this request (with its
     systems and its arena's benchmark), so it is used as it is; else it is read again. TURNS:
     its turns, when the caller has just read them."""
@@ -169,12 +204,14 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     if turns is None:
         turns = battle_turns(battle)
     now = timezone.now()
+    if names is None:
+        names = item_names(battle, turns)
     rows = {}
     for turn in turns:
         rows.setdefault(turn.index, {})[turn.side] = turn
     views = [Exchange(index=i, message=row[BattleTurn.Side.USER].text,
-                      a=reply_of(row[BattleTurn.Side.A], battle, now),
-                      b=reply_of(row[BattleTurn.Side.B], battle, now))
+                      a=reply_of(row[BattleTurn.Side.A], battle, now, names),
+                      b=reply_of(row[BattleTurn.Side.B], battle, now, names))
              for i, row in sorted(rows.items())]
     is_open = battle.status == Battle.Status.OPEN
     waiting, finished = pending(turns, battle, now), exchanges(turns, battle, now)
@@ -182,6 +219,9 @@ def battle_view(*, battle: Battle, fresh: bool = False,
     if battle.status == Battle.Status.VOTED:
         vote = battle.vote
         reveal = {"a": battle.system_a, "b": battle.system_b, "outcome": vote.outcome,
+                  "signals": [(SIDE_LABELS[side], vote.get_satisfaction_display_for(side),
+                               names.get(vote.accepted_item(side), vote.accepted_item(side)))
+                              for side in SIDES],
                   "outcome_label": vote.get_outcome_display(), "reason": vote.reason,
                   "not_counted": vote.get_excluded_reason_display() if vote.excluded_reason
                   else ""}
@@ -192,6 +232,9 @@ def battle_view(*, battle: Battle, fresh: bool = False,
                       pending=waiting, can_say=is_open and not waiting,
                       can_retry=is_open and not waiting and failed_last,
                       can_vote=is_open and not waiting and finished > 0, reveal=reveal,
+                      cards={side: list(dict.fromkeys(
+                          item for e in views for item in getattr(e, side).items))
+                          for side in SIDES},
                       scenario=scenarios.player_rows(battle.scenario or {}))
 
 
@@ -202,10 +245,11 @@ def reply_view(*, battle: Battle, index: int, side: str) -> tuple[Reply | None, 
     turn = next((t for t in turns if t.index == index and t.side == side), None)
     if turn is None:
         return None, None
-    reply = reply_of(turn, battle)
-    if reply.state == BattleTurn.State.PENDING:
-        return reply, None
-    return reply, battle_view(battle=battle, fresh=True, turns=turns)
+    if turn.state == BattleTurn.State.PENDING and not turn_is_stale(turn, _system(battle, side)):
+        return reply_of(turn, battle), None
+    names = item_names(battle, turns)  # one query for the reply and the battle's controls
+    reply = reply_of(turn, battle, names=names)
+    return reply, battle_view(battle=battle, fresh=True, turns=turns, names=names)
 
 
 def arena_of_benchmark(benchmark: Benchmark) -> Arena | None:

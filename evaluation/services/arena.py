@@ -16,6 +16,7 @@ vote's `position` is the arena's next one.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 import time
@@ -24,16 +25,20 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, close_old_connections, connection, transaction
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from evaluation.lib.arena_signals import Answer, shown_items, side_style, words_in
 from evaluation.lib.live.client import LiveCallError
 from evaluation.lib.live.contract import HistoryTurn, LiveRequest
 from evaluation.lib.rankers import Catalogue
+from evaluation.lib.stats.arena import fit_bradley_terry, outcome_score
+from evaluation.lib.stats.arena_pairing import pair_probabilities
 from evaluation.models import Arena, Battle, BattleTurn, Benchmark, Dialogue, Split, System, Vote
 from evaluation.rows import (
     battle_status_locked,
@@ -93,7 +98,9 @@ def _unique_arena_slug(base: str) -> str:
 def arena_import_votes(*, benchmark: Benchmark, votes: list[dict],
                        system_for: Callable[[str], System]) -> Arena:
     """A new arena named after ``benchmark`` holding ``votes`` in the given (cast) order:
-    positions 0, 1, …; each vote {system_a, system_b (names), outcome, reason, voter_ref}.
+    positions 0, 1, …; each vote {system_a, system_b (names), outcome, reason, voter_ref} and
+    optionally satisfaction_a / satisfaction_b (the sides' conversations' sentiment) and
+    session_id.
     ``system_for`` maps a system name to its System."""
     arena = Arena.objects.create(slug=_unique_arena_slug(benchmark.slug), name=benchmark.name,
                                  benchmark=benchmark)
@@ -106,7 +113,10 @@ def arena_import_votes(*, benchmark: Benchmark, votes: list[dict],
         [Vote(arena=arena, system_a=systems[vote["system_a"]],
               system_b=systems[vote["system_b"]], outcome=vote["outcome"],
               reason=vote.get("reason", ""), position=position,
-              voter_ref=vote.get("voter_ref", "")[:200])
+              voter_ref=vote.get("voter_ref", "")[:200],
+              satisfaction_a=vote.get("satisfaction_a") or "",
+              satisfaction_b=vote.get("satisfaction_b") or "",
+              session_ref=(vote.get("session_id") or "")[:200])
          for position, vote in enumerate(votes)], batch_size=2000)
     return arena
 
@@ -114,27 +124,50 @@ def arena_import_votes(*, benchmark: Benchmark, votes: list[dict],
 # --- starting a battle ------------------------------------------------------------------------
 
 
-def pair_choose(systems: list[System], counts: Counter,
-                rng: random.Random) -> tuple[System, System]:
-    """The least-battled pair (votes plus open battles, either order), ties broken at random,
-    then a random side for each: over time every pair gets votes, and A is either system."""
+def pair_choose(systems: list[System], counts: Counter, rng: random.Random,
+                wins: np.ndarray | None = None) -> tuple[System, System]:
+    """The pair for the next battle, then a random side for each (A is either system).
+
+    Adaptive pairing (docs/arena.md, "Adaptive pairing"): once the arena's counted votes give
+    Bradley–Terry ratings (WINS, systems × systems in the order of SYSTEMS, ties half), pairs
+    are drawn with `pair_probabilities` (pairs whose order is least settled most often, with a
+    floor for every pair and a cap on any pair's share). Before that, the least-battled pair
+    (votes plus open battles, either order; ties at random), so every pair gets votes first."""
     pairs = [(x, y) for i, x in enumerate(systems) for y in systems[i + 1:]]
     if not pairs:
         raise ValidationError("this arena needs at least two live systems")
-    load = {pair: counts[frozenset((pair[0].pk, pair[1].pk))] for pair in pairs}
-    fewest = min(load.values())
-    first, second = rng.choice([pair for pair in pairs if load[pair] == fewest])
+    if wins is not None and fit_bradley_terry(wins) is not None:
+        probabilities = pair_probabilities(wins)
+        index = {(x.pk, y.pk): (i, j) for i, x in enumerate(systems)
+                 for j, y in enumerate(systems) if i < j}
+        weights = [probabilities[index[(x.pk, y.pk)]] for x, y in pairs]
+        first, second = rng.choices(pairs, weights=weights)[0]
+    else:
+        load = {pair: counts[frozenset((pair[0].pk, pair[1].pk))] for pair in pairs}
+        fewest = min(load.values())
+        first, second = rng.choice([pair for pair in pairs if load[pair] == fewest])
     return (first, second) if rng.random() < 0.5 else (second, first)
 
 
-def _pair_counts(arena: Arena) -> Counter:
+def _pair_counts(arena: Arena, systems: list[System]) -> tuple[Counter, np.ndarray]:
+    """Votes plus open battles per pair, and the counted votes' win matrix over SYSTEMS (ties
+    and "both bad" half a win each): two grouped queries, however many votes the arena has."""
     counts: Counter = Counter()
-    for a, b in arena.votes.values_list("system_a_id", "system_b_id"):
-        counts[frozenset((a, b))] += 1
-    for a, b in arena.battles.filter(status=Battle.Status.OPEN).values_list("system_a_id",
-                                                                            "system_b_id"):
-        counts[frozenset((a, b))] += 1
-    return counts
+    position = {system.pk: i for i, system in enumerate(systems)}
+    wins = np.zeros((len(systems), len(systems)))
+    grouped = (arena.votes.order_by().values_list("system_a_id", "system_b_id", "outcome",
+                                                  "excluded_reason").annotate(n=Count("pk")))
+    for a, b, outcome, excluded, n in grouped:
+        counts[frozenset((a, b))] += n
+        if not excluded and a in position and b in position:
+            score = outcome_score(outcome)
+            wins[position[a], position[b]] += n * score
+            wins[position[b], position[a]] += n * (1 - score)
+    open_battles = (arena.battles.filter(status=Battle.Status.OPEN).order_by()
+                    .values_list("system_a_id", "system_b_id").annotate(n=Count("pk")))
+    for a, b, n in open_battles:
+        counts[frozenset((a, b))] += n
+    return counts, wins
 
 
 def scenario_draw(benchmark: Benchmark, rng: random.Random) -> dict:
@@ -156,7 +189,9 @@ def battle_start(*, arena: Arena, session_key: str, user=None, address_hash: str
         raise ValidationError("a battle needs a browser session")
     rng = rng or random.SystemRandom()
     Arena.objects.select_for_update().get(pk=arena.pk)  # concurrent starts see each other's pair
-    system_a, system_b = pair_choose(arena_live_systems(arena), _pair_counts(arena), rng)
+    systems = arena_live_systems(arena)
+    counts, wins = _pair_counts(arena, systems)
+    system_a, system_b = pair_choose(systems, counts, rng, wins)
     scenario = {} if own_request or arena.benchmark is None else scenario_draw(arena.benchmark, rng)
     return Battle.objects.create(
         uuid=uuid.uuid4(), arena=arena, system_a=system_a, system_b=system_b,
@@ -365,12 +400,45 @@ def battle_replies_start(*, battle: Battle, index: int,
 # --- ending a battle --------------------------------------------------------------------------
 
 
+def _side_answers(turns: list[BattleTurn], side: str) -> list[Answer]:
+    return [Answer(t.text, tuple(t.ranked_item_ids)) for t in sorted(turns, key=lambda t: t.index)
+            if t.side == side and t.state == BattleTurn.State.OK]
+
+
+def vote_signals(*, turns: list[BattleTurn], satisfaction: dict, accepted: dict) -> dict:
+    """The vote's per-side fields (docs/arena.md, "What a vote records"), checked: a verdict is
+    satisfied, frustrated or none; an accepted item is one of the cards that side showed. Its
+    style per side, and the words of both final answers (what a person had to read)."""
+    fields, style, last = {}, {}, {}
+    for side in SIDES:
+        verdict = (satisfaction.get(side) or "").strip()
+        if verdict not in ("", *Vote.Satisfaction.values):
+            raise ValidationError(f"unknown verdict {verdict!r} for System {side.upper()}: "
+                                  "choose satisfied or frustrated")
+        answers = _side_answers(turns, side)
+        item = (accepted.get(side) or "").strip()
+        shown = {i for answer in answers for i in shown_items(answer.ranked_item_ids)}
+        if item and item not in shown:
+            raise ValidationError(f"System {side.upper()} did not show the item {item[:80]!r}: "
+                                  "accept one of its item cards")
+        fields[f"satisfaction_{side}"], fields[f"accepted_item_{side}"] = verdict, item
+        style[side] = side_style(answers)
+        last[side] = answers[-1].text if answers else ""
+    fields["style"] = style
+    fields["words_shown"] = sum(words_in(text) for text in last.values())
+    return fields
+
+
 @transaction.atomic
 def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: str = "",
-                user=None) -> Vote:
+                user=None, satisfaction: dict | None = None,
+                accepted: dict | None = None) -> Vote:
     """The battle's one vote, cast by USER; refused when replayed, before a finished exchange,
     while an answer is pending, or with an unknown outcome. Nothing is stored when refused. A
-    vote the ratings leave out (an answer named its system, or USER owns one) says why."""
+    vote the ratings leave out (an answer named its system, or USER owns one) says why.
+    SATISFACTION, ACCEPTED: {side: verdict} and {side: item id} (`vote_signals`). The vote also
+    stores the seconds since the last answer arrived, and a hash of the browser session (the
+    vote-quality flags read them)."""
     if outcome not in Vote.Outcome.values:
         raise ValidationError(f"unknown choice {outcome!r}: choose A, B, tie or both bad")
     reason = (reason or "").strip()
@@ -381,6 +449,10 @@ def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: st
         raise ValidationError("wait until both systems have answered")
     if not exchanges(turns, battle):
         raise ValidationError("talk to the systems first: a vote needs at least one exchange")
+    signals = vote_signals(turns=turns, satisfaction=satisfaction or {}, accepted=accepted or {})
+    now = timezone.now()
+    shown_at = max((t.settled_at for t in turns if t.side != BattleTurn.Side.USER
+                    and t.settled_at is not None), default=None)
     arena = Arena.objects.select_for_update().get(pk=battle.arena_id)  # positions in order
     position = (arena.votes.aggregate(last=Max("position"))["last"] or 0) + 1
     try:
@@ -388,11 +460,13 @@ def battle_vote(*, battle: Battle, outcome: str, reason: str = "", voter_ref: st
             vote = Vote.objects.create(
                 arena=arena, battle=battle, system_a=battle.system_a, system_b=battle.system_b,
                 outcome=outcome, reason=reason, position=position, voter_ref=voter_ref,
-                excluded_reason=vote_excluded_reason(battle=battle, user=user))
+                excluded_reason=vote_excluded_reason(battle=battle, user=user),
+                seconds_to_vote=(now - shown_at).total_seconds() if shown_at else None,
+                session_ref=hashlib.sha256(battle.session_key.encode()).hexdigest()[:32],
+                **signals)
     except IntegrityError:
         raise ValidationError("this battle already has its vote") from None
-    Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED,
-                                               updated_at=timezone.now())
+    Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED, updated_at=now)
     return vote
 
 

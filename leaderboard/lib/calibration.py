@@ -23,6 +23,10 @@ called significant:
   dialogue of the column: Bradley–Terry against the population Bradley–Terry rating, Elo against
   the expected online Elo after that many votes (its only fixed target; statistics.md "Arena");
   Bradley–Terry also on systems spread twice as wide, with the share of arenas shown intervals;
+- ``style_coverage``: the style coefficient's sandwich Wald interval
+  (``arena_style.style_controlled_ratings``) on simulated votes with a known length effect;
+- ``adaptive_votes_ratio``: votes until the true top 3 is stable (``arena_pairing``), adaptive
+  pairing over uniform (the issue's goal: at most 0.70, i.e. ≥ 30% fewer votes);
 - ``ppi_coverage``: the human-anchored PPI++ mean (``ppi.anchored_mean``, study report and
   ``manage.py anchored``) with the column's number of labelled dialogues (2–8 turns each: about
   50, 150 and 500 labelled turns at 10, 30, 100) and ten times as many unlabelled ones, for
@@ -49,7 +53,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from evaluation.lib.stats import arena, system_meta
+from evaluation.lib.stats import arena, arena_pairing, arena_style, system_meta
 from evaluation.lib.stats.agreement import alpha_with_ci, compute_alpha
 from evaluation.lib.stats.clustered import cluster_mean, paired_cluster_difference
 from evaluation.lib.stats.comparison import compare_systems
@@ -448,6 +452,41 @@ def arena_coverage(rng, count: int, method: str) -> float | None:
     return float(np.mean(covered)) if covered else None
 
 
+# Style control (docs/arena.md, "Style control"): 4 systems, a known length effect, 40 votes
+# per dialogue-count column; the check is whether the length coefficient's 95% Wald
+# (sandwich) interval covers it.
+STYLE_STRENGTHS = (0.0, 0.4, -0.3, 0.8)
+STYLE_EFFECT = 0.5
+STYLE_VOTES_PER_COLUMN = 40
+# Adaptive pairing (docs/arena.md, "Adaptive pairing"): votes until the true top 3 is stable,
+# adaptive over uniform, on 6 systems 0.25 apart in log-strength; one simulated arena per 50
+# reps (each runs a bootstrap per batch of 25 votes), at the first dialogue count only.
+ADAPTIVE_STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
+ADAPTIVE_REPS_PER_ARENA = 50
+
+
+def style_coverage(rng, count: int) -> bool | None:
+    """Whether the length coefficient's interval covers the true effect; None if no fit."""
+    votes = arena_style.simulated_styled_votes(
+        STYLE_VOTES_PER_COLUMN * count, STYLE_STRENGTHS, STYLE_EFFECT,
+        seed=int(rng.integers(2 ** 31)))
+    table = arena_style.style_controlled_ratings(votes, features=["length"])
+    coefficient = table.coefficients[0] if table.coefficients else None
+    if coefficient is None or coefficient.ci_low is None:
+        return None
+    return coefficient.ci_low <= STYLE_EFFECT <= coefficient.ci_high
+
+
+def adaptive_votes_ratio(reps: int, seed: int) -> tuple[float, float, float]:
+    """(mean votes adaptive / mean votes uniform, mean adaptive, mean uniform) over
+    max(2, REPS // ADAPTIVE_REPS_PER_ARENA) simulated arenas per way of pairing."""
+    arenas = max(2, reps // ADAPTIVE_REPS_PER_ARENA)
+    means = [float(np.mean([arena_pairing.simulate_votes_until_stable(
+        ADAPTIVE_STRENGTHS, adaptive=adaptive, seed=seed + k) for k in range(arenas)]))
+        for adaptive in (True, False)]
+    return means[0] / means[1], means[0], means[1]
+
+
 PPI_CORRELATIONS = (0.0, 0.3, 0.6, 0.9)
 PPI_UNLABELLED_PER_LABELLED = 10  # unlabelled dialogues per labelled one
 
@@ -597,6 +636,12 @@ def _checks() -> list[Check]:
               "coverage_min", "simulator_validity (simulated boards' trust cell, simulators page)"),
         Check("validity_spearman_shown", "  share of studies given an interval", "shown",
               "simulator_validity (simulated boards' trust cell, simulators page)"),
+        Check("arena_style", "95% CI of a style coefficient (4 sys, 40x votes)", "coverage",
+              "arena_style.style_controlled_ratings (arena page, API, arena_ratings)"),
+        Check("arena_style_shown", "  share of arenas given the interval", "shown",
+              "arena_style.style_controlled_ratings (arena page, API, arena_ratings)"),
+        Check("arena_adaptive", "votes to a stable top 3: adaptive / uniform", "ratio",
+              "arena_pairing.pair_probabilities (battle_start); goal <= 0.70"),
         *_ppi_checks(),
         *_meta_checks(),
         *_active_checks(),
@@ -704,6 +749,8 @@ def run_checks(
                 lambda rng: validity_coverage(rng, d, method), reps, b + 40 + k)
                for k, (key, method) in enumerate((("tau", "kendall_tau_b"),
                                                   ("spearman", "spearman")))},
+            "arena_style": lambda d=dialogues, b=base: _shown_share(
+                lambda rng: style_coverage(rng, d), reps, b + 40),
         }
         for key, compute in figures.items():
             shown_key = f"{key}_shown"
@@ -738,6 +785,9 @@ def run_checks(
         _run_meta(by_key, reps, base, dialogues, only)
     if dialogue_counts:
         _run_active(by_key, reps, seed, dialogue_counts[0], dialogue_counts, only)
+        if only is None or "arena_adaptive" in only:
+            by_key["arena_adaptive"].values[dialogues] = (
+                adaptive_votes_ratio(reps, base + 41)[0] if position == 0 else math.nan)
     return [check for check in checks if check.values]
 
 

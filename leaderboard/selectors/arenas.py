@@ -17,6 +17,7 @@ from evaluation.lib.stats.arena import METHODS, ArenaTable, arena_table
 from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES
 from evaluation.lib.stats.methods import interval_versions_key
 from evaluation.models import Arena, System, Vote
+from leaderboard.selectors.arena_crs import CrsExtras, crs_extras, crs_payload, crs_rows
 
 METHOD_LABELS = {"elo": "online Elo (CRS Arena)", "bt": "Bradley–Terry (Chatbot Arena)"}
 RANK_NOTE = ("rank = 1 + systems with a higher rating; rank interval = the 2.5th–97.5th "
@@ -34,6 +35,7 @@ class ArenaBoard:
     forest: dict | None
     heatmap: dict | None
     excluded: dict[str, int] = field(default_factory=dict)  # votes left out, per reason
+    crs: CrsExtras | None = None  # satisfaction, style control, vote quality, facets
 
     @property
     def excluded_notes(self) -> list[tuple[int, str]]:
@@ -115,7 +117,10 @@ def arena_board(arena: Arena, *, method: str = "elo", dataset: str = "", scenari
                   for a in order]
         heatmap = charts.heatmap(names, values, colour=charts.win_rate_colour,
                                  value_label="share of games won (ties half)")
-    return ArenaBoard(arena, method, dataset, scenario, table, rows, forest, heatmap, excluded)
+    board = ArenaBoard(arena, method, dataset, scenario, table, rows, forest, heatmap, excluded)
+    board.crs = crs_extras(arena, method=method, dataset=dataset, scenario=scenario)
+    crs_rows(board, board.crs)
+    return board
 
 
 def arena_board_payload(board: ArenaBoard) -> dict:
@@ -139,4 +144,5 @@ def arena_board_payload(board: ArenaBoard) -> dict:
                            "win_rate": table.win_rates[(a.system, b.system)]}
                           for i, a in enumerate(table.rows)
                           for o, b in zip(board.rows, table.rows, strict=True)
-                          if (a.system, b.system) in table.win_rates]}
+                          if (a.system, b.system) in table.win_rates],
+            **crs_payload(board, board.crs)}

@@ -87,12 +87,14 @@ def test_arena_ratings_json_maps_each_system_to_its_rating_and_ci(arena, method)
                  stdout=out)
     printed = json.loads(out.getvalue())
     reference = (elo_ratings(EXPECTED) if method == "elo" else bradley_terry_ratings(EXPECTED))
-    assert {name: value["rating"] for name, value in printed.items()} == pytest.approx(reference)
-    for value in printed.values():
+    assert {row["system"]: row["rating"] for row in printed["systems"]} \
+        == pytest.approx(reference)
+    for value in printed["systems"]:
         # 6 votes: no system has the 10 votes an interval needs (and for Bradley–Terry most
         # resamples have no MLE)
         assert value["ci_low"] is None and value["ci_high"] is None
-    assert printed["kbrd_redial"]["rating"] == pytest.approx(reference["kbrd_redial"], abs=1e-9)
+    by_name = {row["system"]: row for row in printed["systems"]}
+    assert by_name["kbrd_redial"]["rating"] == pytest.approx(reference["kbrd_redial"], abs=1e-9)
 
 
 def test_arena_ratings_text_and_errors(arena):

@@ -420,11 +420,37 @@ class ArenaTable:
     undefined_reason: str | None = None
     win_rates: dict = field(default_factory=dict)  # (row system, column system) -> share won
     ci_note: str | None = None  # why the ratings have no intervals (too few votes)
+    # the share of bootstrap replicates whose top TOP_K order is the point estimate's
+    # (top_k_stability); None without replicates
+    top_k_stable_share: float | None = None
+
+    @property
+    def top_k_stable(self) -> bool | None:
+        share = self.top_k_stable_share
+        return None if share is None else share >= STABILITY_THRESHOLD
 
     def ratings(self) -> dict[Hashable, dict]:
         """system -> {rating, ci_low, ci_high}: what ``arena_ratings --json`` prints."""
         return {row.system: {"rating": row.rating, "ci_low": row.ci_low, "ci_high": row.ci_high}
                 for row in self.rows}
+
+
+# The ranking-stability rule (arena_pairing.py's module doc; Softcatala/arena-cat PR 20).
+STABILITY_THRESHOLD = 0.95
+TOP_K = 3
+
+
+def top_k_stability(point: Sequence[float], replicates: np.ndarray, k: int) -> float | None:
+    """The share of replicates (rows of REPLICATES, one rating per system; rows with a NaN are
+    skipped) whose k best systems, in order, are the point estimate's; None without any."""
+    point = np.asarray(point, dtype=float)
+    k = min(k, len(point))
+    valid = replicates[np.isfinite(replicates).all(axis=1)]
+    if not len(valid) or k < 1:
+        return None
+    order = np.argsort(-point, kind="stable")[:k]
+    orders = np.argsort(-valid, axis=1, kind="stable")[:, :k]
+    return float((orders == order).all(axis=1).mean())
 
 
 def _ranks(ratings: np.ndarray) -> np.ndarray:
@@ -483,12 +509,14 @@ def arena_table(
     reason = note = None
     point = low = high = rank_low = rank_high = nothing
     valid = 0
+    stable = None
     if method == "elo":
         if votes:
             options = {"k": k, "base": base, "scale": scale, "initial": initial}
             point = _elo_point(encoded, **options)
             replicates = _elo_replicates(encoded, n_resamples=n_resamples, seed=seed, **options)
             low, high, rank_low, rank_high, valid = _intervals(replicates, confidence)
+            stable = top_k_stability(point, replicates, TOP_K)
         else:
             reason = "no votes"
     else:
@@ -502,6 +530,7 @@ def arena_table(
             replicates = fit_bradley_terry_batch(wins, theta)
             replicates = _anchored(_to_rating(replicates, **options), encoded.names, anchor)
             low, high, rank_low, rank_high, valid = _intervals(replicates, confidence)
+            stable = top_k_stability(point, replicates, TOP_K)
             note = _too_few_votes(valid, n_resamples, confidence)
             if note:
                 low = high = rank_low = rank_high = nothing
@@ -516,7 +545,7 @@ def arena_table(
             for s, name in enumerate(encoded.names)]
     rows.sort(key=lambda row: (row.rating is None, -(row.rating or 0.0), str(row.system)))
     return ArenaTable(method, rows, len(votes), params, valid, reason, pairwise_win_rates(encoded),
-                      note)
+                      note, stable)
 
 
 def _with_vote_floor(row: SystemRating) -> SystemRating:

@@ -31,13 +31,17 @@ from statistics import NormalDist
 import numpy as np
 from scipy.special import expit
 
-from evaluation.lib.stats.arena import fit_bradley_terry, fit_bradley_terry_batch
+from evaluation.lib.stats.arena import (  # noqa: F401 - top_k_stability is this module's too
+    STABILITY_THRESHOLD,
+    TOP_K,
+    fit_bradley_terry,
+    fit_bradley_terry_batch,
+    top_k_stability,
+)
 
 FLOOR = 0.2
 CAP = 0.25
 CAP_AFTER_VOTES_PER_PAIR = 5
-STABILITY_THRESHOLD = 0.95
-TOP_K = 3
 
 
 def bt_covariance(wins: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -77,19 +81,6 @@ def pair_probabilities(wins: np.ndarray, *, top_k: int = TOP_K, floor: float = F
                                                                            1 / len(pairs))
     probability = floor / len(pairs) + (1.0 - floor) * adaptive
     return dict(zip(pairs, probability.tolist(), strict=True))
-
-
-def top_k_stability(point: Sequence[float], replicates: np.ndarray, k: int) -> float | None:
-    """The share of replicates (rows of REPLICATES, one rating per system; rows with a NaN are
-    skipped) whose k best systems, in order, are the point estimate's; None without any."""
-    point = np.asarray(point, dtype=float)
-    k = min(k, len(point))
-    valid = replicates[np.isfinite(replicates).all(axis=1)]
-    if not len(valid) or k < 1:
-        return None
-    order = np.argsort(-point, kind="stable")[:k]
-    orders = np.argsort(-valid, axis=1, kind="stable")[:, :k]
-    return float((orders == order).all(axis=1).mean())
 
 
 def simulate_votes_until_stable(strengths: Sequence[float], *, adaptive: bool, k: int = TOP_K,

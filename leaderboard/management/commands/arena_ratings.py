@@ -4,16 +4,18 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.lib.stats.arena import METHODS
+from evaluation.lib.arena_signals import RATE_METHOD
+from evaluation.lib.stats.arena import METHODS, STABILITY_THRESHOLD, TOP_K
 from evaluation.lib.stats.bootstrap import DEFAULT_RESAMPLES
 from evaluation.models import Arena
-from leaderboard.selectors.arenas import METHOD_LABELS, arena_board
+from leaderboard.selectors.arenas import METHOD_LABELS, arena_board, arena_board_payload
 
 
 class Command(BaseCommand):
     help = ("An arena's ratings (online Elo as CRS Arena, or Bradley–Terry as Chatbot Arena) "
-            "with 95% bootstrap CIs and rank intervals. --json prints {system: {rating, "
-            "ci_low, ci_high}}.")
+            "with 95% bootstrap CIs and rank intervals, satisfaction and acceptance rates, "
+            "style-controlled ratings, vote quality and ranking stability. --json prints what "
+            "GET /api/arenas/<slug>/ratings/ answers.")
 
     def add_arguments(self, parser):
         parser.add_argument("arena", help="the arena's slug")
@@ -33,10 +35,7 @@ class Command(BaseCommand):
         board = arena_board(found, method=method, dataset=dataset, scenario=scenario,
                             n_resamples=resamples)
         if json:
-            self.stdout.write(_dumps({row["system"]: {"rating": row["rating"],
-                                                      "ci_low": row["ci_low"],
-                                                      "ci_high": row["ci_high"]}
-                                      for row in board.rows}))
+            self.stdout.write(_dumps(arena_board_payload(board)))
             return
         table = board.table
         self.stdout.write(f"{found.name}: {METHOD_LABELS[method]}, {table.n_votes} votes, "
@@ -59,6 +58,43 @@ class Command(BaseCommand):
                               f"{row['rating']:8.1f}  {ci:>18}  {row['system']}  "
                               f"({row['votes']} votes: {row['wins']} W / {row['losses']} L / "
                               f"{row['ties']} T)")
+        self._crs(board)
+
+    def _crs(self, board):
+        """Satisfaction and acceptance (Wilson 95%), style control, stability, vote quality."""
+        table, crs = board.table, board.crs
+        if table.top_k_stable_share is not None:
+            self.stdout.write(f"Top {TOP_K} order stable in {table.top_k_stable_share:.0%} of "
+                              f"the bootstrap replicates: "
+                              f"{'stable' if table.top_k_stable else 'not yet stable'} "
+                              f"(threshold {STABILITY_THRESHOLD:.0%})")
+        self.stdout.write(f"Per system ({RATE_METHOD}):")
+        for row in board.rows:
+            self.stdout.write(f"  {row['system']}: satisfied {_rate(row, 'satisfaction')}; "
+                              f"accepted an item {_rate(row, 'acceptance')}")
+        style = crs.style
+        if style.undefined_reason:
+            self.stdout.write(f"Style control: undefined ({style.undefined_reason})")
+        else:
+            self.stdout.write(f"Style control, {style.method_label}, {style.n_votes} votes:")
+            for c in style.coefficients:
+                self.stdout.write(f"  {c.label}: " + (
+                    c.note if c.coefficient is None else
+                    f"{c.coefficient:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}]"))
+            for row in board.rows:
+                if row["style_rating"] is not None:
+                    self.stdout.write(f"  #{row['style_rank']} {row['style_rating']:.1f}  "
+                                      f"{row['system']}")
+        flagged = ", ".join(f"{n} {name}" for name, n in crs.flag_counts.items())
+        self.stdout.write(f"Vote quality: flagged {flagged}; {crs.unflagged_votes} votes kept "
+                          "without flagged votes")
+
+
+def _rate(row, name) -> str:
+    if not row[f"{name}_n"]:
+        return "—"
+    return (f"{row[f'{name}_rate']:.0%} [{row[f'{name}_ci_low']:.0%}, "
+            f"{row[f'{name}_ci_high']:.0%}] of {row[f'{name}_n']}")
 
 
 def _dumps(value) -> str:

@@ -19,7 +19,9 @@ from django.db import connection
 ARENA_TESTS = ("tests/evaluation/arena/test_battles.py",
                "tests/evaluation/arena/test_arena_rows.py",
                "tests/evaluation/arena/test_deadlines.py",
-               "tests/leaderboard/test_arena_pages.py")
+               "tests/leaderboard/test_arena_pages.py",
+               "tests/evaluation/arena/test_crs_signals.py",
+               "tests/evaluation/arena/test_adaptive_pairing.py")
 
 
 def test_the_arena_tests_pass_on_sqlite(tmp_path):

@@ -34,7 +34,7 @@ from evaluation.lib.formats.public.base import (
     load_json,
     locate,
 )
-from evaluation.lib.formats.public.crs_arena_votes import read_votes
+from evaluation.lib.formats.public.crs_arena_votes import attach_satisfaction, read_votes
 
 FILES = {"crs_arena_dial_open.json": "open", "crs_arena_dial_closed.json": "closed"}
 DATASETS = ("redial", "opendialkg")
@@ -68,6 +68,7 @@ def import_crs_arena_dial(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     issues = IssueCollector()
     builder = ImportBuilder(BENCHMARK, dict(FIELDS), issues)
     counts: Counter = Counter()
+    sentiments: dict[tuple[str, str], str] = {}
     for name, file_path in sources.items():
         # A renamed file still imports; its setting is then unknown.
         setting = FILES.get(name) or next((s for s in ("closed", "open") if s in name), None)
@@ -75,8 +76,10 @@ def import_crs_arena_dial(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
         if data is None or not expect(data, "array", issues, name, "$"):
             continue
         for position, conversation in enumerate(data):
-            _conversation(builder, conversation, name, f"$[{position}]", setting, counts)
+            _conversation(builder, conversation, name, f"$[{position}]", setting, counts,
+                          sentiments)
     votes, vote_files = read_votes(path, max_bytes, issues) if path.is_dir() else ([], [])
+    sides = attach_satisfaction(votes, sentiments)
     result = builder.finish()
     result.votes = votes
     result.notes += [
@@ -88,7 +91,9 @@ def import_crs_arena_dial(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     ]
     if vote_files:
         result.notes.append(f"{len(votes)} pairwise votes from {', '.join(vote_files)}, in "
-                            "that order (CRS Arena's), each file in row order.")
+                            "that order (CRS Arena's), each file in row order; "
+                            f"{sides} of their {2 * len(votes)} sides have their "
+                            "conversation's satisfied/frustrated sentiment.")
     else:
         result.notes.append("No vote files (votes_open.csv, votes_closed.csv) beside the "
                             "dialogues: no arena votes.")
@@ -99,7 +104,8 @@ def import_crs_arena_dial(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
 
 
 def _conversation(builder: ImportBuilder, conversation, file: str, path: str,
-                  setting: str | None, counts: Counter) -> None:
+                  setting: str | None, counts: Counter,
+                  sentiments: dict[tuple[str, str], str]) -> None:
     issues = builder.issues
     if not expect(conversation, "object", issues, file, path):
         return
@@ -142,6 +148,7 @@ def _conversation(builder: ImportBuilder, conversation, file: str, path: str,
     if builder.label("dialogue", conv_id, user, "satisfaction", sentiment, file=file,
                      path=f"{path}.metadata.sentiment"):
         counts[sentiment] += 1
+        sentiments[(system, user)] = sentiment
 
 
 def _turns(issues, source: list, file: str, path: str) -> list[tuple[str, str]] | None:

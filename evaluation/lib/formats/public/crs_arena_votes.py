@@ -7,6 +7,12 @@ battle per row; `vote` is `crs1`'s or `crs2`'s name, or `tie` when the person co
 
 Order: the votes are returned as CRS Arena's analysis reads them, every row of votes_open.csv
 then every row of votes_closed.csv, each in file order; that is the cast order online Elo uses.
+Satisfaction: CRS Arena saves each side of a battle as a conversation `<crs>_<user_id>` whose
+metadata holds the person's end-of-conversation sentiment (satisfied or frustrated);
+`attach_satisfaction` gives each vote its sides' sentiments, `satisfaction_a` for crs1 and
+`satisfaction_b` for crs2 ("" when the conversation is not in the dialogue files). CRS Arena
+records no accepted item.
+
 A row that is malformed (wrong number of cells, an empty system name, the same system twice, a
 vote that names neither system of its row) is reported with its file and line, and the whole
 import fails: nothing of the file is returned.
@@ -72,3 +78,15 @@ def read_votes(folder: Path, max_bytes: int, issues: IssueCollector) -> tuple[li
             found.append(name)
             votes += parse_votes_csv(read_limited(path, max_bytes), name, issues, setting=setting)
     return votes, found
+
+
+def attach_satisfaction(votes: list[dict], sentiments: dict[tuple[str, str], str]) -> int:
+    """Set each vote's satisfaction_a / satisfaction_b from SENTIMENTS, {(crs, user id):
+    sentiment} of the dialogue files; the number of sides that got one."""
+    found = 0
+    for vote in votes:
+        for side, system in (("a", vote["system_a"]), ("b", vote["system_b"])):
+            sentiment = sentiments.get((system, vote["voter_ref"]), "")
+            vote[f"satisfaction_{side}"] = sentiment
+            found += bool(sentiment)
+    return found
