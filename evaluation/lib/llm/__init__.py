@@ -7,7 +7,9 @@
 - ``trace_judge``: the Trace five-criterion turn judge.
 - ``pepper_judge``: the PEPPER qualitative judge.
 - ``baselines``: LLM Zero-Shot and RAG-Citation baselines (Trace).
-- ``local_server``: a local Hugging Face model behind an OpenAI-compatible API.
+- ``local_server``: a local Hugging Face model (a folder or a .gguf file) behind an
+  OpenAI-compatible API; ``local_decoding``: its constrained decoding (answer formats).
+- ``limiter``: the site-wide LLM slots (Redis, or per process).
 - ``evaluators`` / ``names``: what each LLM evaluator declares (metrics, version, protocol).
 - ``adapters``: Concord's formats as the judges' and baselines' inputs.
 - ``cost_report``: CoRE's tokens per log, measured against a local dry-run server.
