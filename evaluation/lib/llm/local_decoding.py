@@ -5,8 +5,8 @@ A request's answer format (an OpenAI ``response_format`` JSON schema, or vLLM's
 processor that masks every token that would leave the format, built on lm-format-enforcer's
 character-level JSON-schema and regex parsers. Tokens are checked against the model's own
 tokenizer, so a model with random weights still answers in the format: the mask, not the
-model, makes the answer parse. JSON is compact (no whitespace between tokens) and keys come in
-the schema's order.
+model, makes the answer parse. JSON is compact (no whitespace between tokens), its strings hold
+no raw control characters, and keys may come in any order.
 
 The format also bounds the answer's length: ``length_bound`` is the longest compact answer the
 format allows, in characters, or None when the format is unbounded (a string without
@@ -191,28 +191,47 @@ _BOUNDS: dict[Any, Callable[[Mapping[str, Any]], int | None]] = {
 class TokenizerVocabulary:
     """The tokenizer's vocabulary as lm-format-enforcer needs it: each regular token's text
     (with the leading space it has after another token) and the end-of-sequence token. Built
-    once per model (a pass over the vocabulary: seconds for 50,000 tokens)."""
+    once per model (a pass over the vocabulary: seconds for 50,000 tokens).
+
+    Left out: tokens that decode to a partial UTF-8 sequence (a byte-level vocabulary's lone
+    bytes, shown as U+FFFD), which the character-level parsers cannot follow; and for JSON,
+    tokens with a control character, which JSON forbids raw in strings and Concord's compact
+    JSON has nowhere else (lm-format-enforcer's fast path for string contents would let them
+    in). A character the vocabulary spells only in byte pieces cannot be written then."""
 
     def __init__(self, tokenizer: Any, vocab_size: int) -> None:
-        from lmformatenforcer.tokenenforcer import TokenEnforcerTokenizerData
-
         self.vocab_size = vocab_size
+        self.eos_token_id = tokenizer.eos_token_id
         special = set(tokenizer.all_special_ids)
         anchor = tokenizer.encode("0", add_special_tokens=False)[-1]
-        regular = []
+        self._regular: list[tuple[int, str, bool]] = []
         for token_id in range(min(len(tokenizer), vocab_size)):
             if token_id in special:
                 continue
             # Decoded after another token, a word-initial token keeps its leading space.
             after_anchor = tokenizer.decode([anchor, token_id])[1:]
             alone = tokenizer.decode([token_id])
-            regular.append((token_id, after_anchor, len(after_anchor) > len(alone)))
+            if not after_anchor or _PARTIAL in after_anchor:
+                continue
+            self._regular.append((token_id, after_anchor, len(after_anchor) > len(alone)))
+        self._decode = lambda tokens: tokenizer.decode(tokens).rstrip(_PARTIAL)
+        self._data: dict[str, Any] = {}
 
-        def decode(tokens: list[int]) -> str:
-            return tokenizer.decode(tokens).rstrip("\N{REPLACEMENT CHARACTER}")
+    def data(self, kind: str) -> Any:
+        """lm-format-enforcer's tokenizer data for answer formats of KIND (json, regex)."""
+        if kind not in self._data:
+            from lmformatenforcer.tokenenforcer import TokenEnforcerTokenizerData
 
-        self.data = TokenEnforcerTokenizerData(regular, decode, tokenizer.eos_token_id,
-                                               False, vocab_size)
+            tokens = self._regular
+            if kind == "json":
+                tokens = [entry for entry in tokens if not _CONTROL.search(entry[1])]
+            self._data[kind] = TokenEnforcerTokenizerData(tokens, self._decode, self.eos_token_id,
+                                                          False, self.vocab_size)
+        return self._data[kind]
+
+
+_PARTIAL = "\N{REPLACEMENT CHARACTER}"
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def format_mask(fmt: RequestedFormat, vocabulary: TokenizerVocabulary,
@@ -227,11 +246,16 @@ def format_mask(fmt: RequestedFormat, vocabulary: TokenizerVocabulary,
         parser = RegexParser(fmt.pattern)
     else:
         parser = JsonSchemaParser(dict(fmt.schema) if fmt.schema is not None else None)
-    enforcer = TokenEnforcer(vocabulary.data, parser)
-    # TokenEnforcer sets the parser's alphabet; compact JSON and the schema's key order on top.
-    enforcer.root_parser.config = CharacterLevelParserConfig(
-        alphabet=parser.config.alphabet, max_consecutive_whitespaces=0,
-        force_json_field_order=False)
+    enforcer = TokenEnforcer(vocabulary.data(fmt.kind), parser)
+    if fmt.kind == "json":
+        # TokenEnforcer gives the parser the tokenizer's single characters as its alphabet.
+        # JSON forbids raw control characters in strings (a byte-level vocabulary has them as
+        # tokens, and the parser would let them in), and Concord asks for compact JSON: no
+        # whitespace between tokens. (Forcing the schema's key order is left off: with it,
+        # lm-format-enforcer 0.11.3 lets a comma stand before "}" when optional keys follow.)
+        alphabet = "".join(c for c in parser.config.alphabet if ord(c) >= 0x20)
+        enforcer.root_parser.config = CharacterLevelParserConfig(
+            alphabet=alphabet, max_consecutive_whitespaces=0)
 
     class FormatMask(LogitsProcessor):
         def __call__(self, input_ids: Any, scores: Any) -> Any:

@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     lm = LocalCausalLM(path, served_model_name=args.served_model_name
                        or ("smollm2-135m" if args.smollm2 else None))
     print("preparing constrained decoding (a pass over the vocabulary) …", flush=True)
-    lm.vocabulary()
+    lm.vocabulary().data("json")
     server = make_server(lm, args.host, args.port)
     print(f"serving {lm.name} on http://{args.host}:{server.server_address[1]}/v1 "
           "(one request at a time)", flush=True)
