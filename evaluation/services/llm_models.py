@@ -73,6 +73,22 @@ def model_options(*, profile: str | None = None, model: str | None = None,
     }
 
 
+def run_evaluation_grade(entries) -> dict:
+    """The `evaluation_grade` and `smoke_test_reason` of a run whose LLM calls use ENTRIES
+    (run-configuration model entries; None entries are skipped): evaluation-grade only when
+    every profile it uses is (docs/llm.md, "Smoke tests")."""
+    profiles = llm_profiles()
+    for options in entries:
+        if not options:
+            continue
+        profile = profiles.get(options.get("profile") or DEFAULT_PROFILE)
+        if profile is not None and not profile.evaluation_grade:
+            reason = (f"Smoke test: model profile {profile.name!r} ({options.get('model')}) is "
+                      f"not evaluation-grade: {profile.why_not_evaluation_grade}.")
+            return {"evaluation_grade": False, "smoke_test_reason": reason[:300]}
+    return {"evaluation_grade": True, "smoke_test_reason": ""}
+
+
 def model_config(options: dict) -> ModelConfig:
     """The gateway's ModelConfig for a run-configuration entry (see `model_options`). Where the
     model is and which key it gets come from the operator's profile alone (an older entry's

@@ -127,7 +127,8 @@ def board_runs(*, benchmark, protocol: str, system=None,
                coverage: str | None = None) -> list[BoardRun]:
     """Succeeded runs of the benchmark and protocol, newest first (one query); only those
     evaluated on exactly the splits COVERAGE when it is given."""
-    runs = Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
+    runs = Run.objects.publishable().filter(submission__benchmark=benchmark,
+                                            job__status=Job.Status.SUCCEEDED)
     simulator = simulator_of_protocol(protocol)
     fields = _RUN_FIELDS
     if simulator is not None:
