@@ -81,6 +81,13 @@ def requested_format(request: Mapping[str, Any]) -> RequestedFormat | None:
     raise FormatRequestError(f"response_format type {kind!r} is not supported")
 
 
+def format_of(answer_format: Any) -> RequestedFormat:
+    """An ``answer_format.AnswerFormat`` as the request format the server sees."""
+    if answer_format.json_schema is not None:
+        return RequestedFormat("json", schema=answer_format.json_schema)
+    return RequestedFormat("regex", pattern=answer_format.regex)
+
+
 def _schema(value: Any) -> Mapping[str, Any]:
     if isinstance(value, str):
         try:

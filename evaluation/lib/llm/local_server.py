@@ -331,7 +331,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--served-model-name", default=None, help="name echoed in responses")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's; on a machine busy with other "
+                             "work, 1 can be many times faster)")
     args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     path = args.model_path
     if args.smollm2:
         path = smollm2_path()

