@@ -83,7 +83,7 @@ def run_evaluation_grade(entries) -> dict:
             continue
         profile = profiles.get(options.get("profile") or DEFAULT_PROFILE)
         if profile is not None and not profile.evaluation_grade:
-            reason = (f"Smoke test: model profile {profile.name!r} ({options.get('model')}) is "
+            reason = (f"Model profile {profile.name!r} ({options.get('model')}) is "
                       f"not evaluation-grade: {profile.why_not_evaluation_grade}.")
             return {"evaluation_grade": False, "smoke_test_reason": reason[:300]}
     return {"evaluation_grade": True, "smoke_test_reason": ""}

@@ -39,3 +39,28 @@ def test_core_run_page_shows_factors_debate_chart_and_cost(page, llm_server, log
     assert unit.locator("table.llm-round").count() == 4
     assert "Round 4" in unit.locator("table.llm-round").nth(3).inner_text()
     screenshot(page, "core-run-page")
+
+
+PEPPER = ("Asks good questions.\n<proactiveness>4</proactiveness><coherence>3</coherence>"
+          "<personalization>5</personalization>")
+
+
+@pytest.mark.parametrize("width, height", [(1366, 768), (390, 844)])
+def test_a_smoke_test_run_says_why_it_is_not_published(page, llm_server, log_submission,
+                                                       settings, width, height):
+    server = llm_server(lambda request: PEPPER)
+    llm_fixtures.offer_profile(settings, "laptop", server.api_base, backend="concord-local")
+    run = succeeded(llm_run_create(submission=log_submission, evaluator="pepper_judge",
+                                   model={**server_config(server), "profile": "laptop"},
+                                   enqueue=False))
+    log_submission.is_public = True
+    log_submission.save(update_fields=["is_public"])
+    page.set_viewport_size({"width": width, "height": height})
+
+    page.goto(f"/runs/{run.pk}/")
+    notice = page.locator("#smoke-test")
+    assert notice.is_visible()
+    assert "A smoke test, never published." in notice.inner_text()
+    assert "built-in local server" in notice.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, f"smoke-test-run-page-{width}")

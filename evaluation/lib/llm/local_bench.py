@@ -7,8 +7,9 @@ the evaluator's task) and an answer format. The format is the one the evaluator 
 its registered object has one (``answer_format`` or ``answer_formats``, issue 31: one
 declaration per prompt), else a representative one written here after the evaluator's answer
 (scores as enums, reasons with ``maxLength``, ids as enums); the table says which. Both modes
-get the same prompt and the same token cap (the format's length bound), so the unconstrained
-column shows what the prompt alone achieves. The smallest run's time is the measured mean wall
+get the same prompt; the constrained calls are capped by the format's length bound, the
+unconstrained ones at ``FREE_TOKENS`` (128), so the unconstrained column shows what the prompt
+alone achieves within a CPU-friendly length. The smallest run's time is the measured mean wall
 per call times the calls that run makes (``CALLS``), not a run of the evaluator itself.
 
 Pure Python apart from the gateway it is handed.
@@ -167,24 +168,34 @@ class Row:
                 "calls": {"constrained": self.constrained, "unconstrained": self.free}}
 
 
+# The unconstrained calls' token cap: enough for every representative answer written
+# compactly (the constrained answers take 10-90 tokens), and a bound on the minutes a rambling
+# small model takes on a CPU.
+FREE_TOKENS = 128
+
+
 def run_bench(complete: Callable[..., Any], *, registry: Mapping[str, Any],
               bound: Callable[[AnswerFormat], int | None],
               progress: Callable[[str], None] = lambda line: None,
-              tasks: Sequence[Task] = TASKS) -> list[dict[str, Any]]:
-    """Each task's two requests, constrained then not. COMPLETE(messages, answer_format,
-    max_tokens) returns an LLMResult; BOUND gives a format's length bound in characters."""
+              tasks: Sequence[Task] = TASKS, dialogues: int = len(DIALOGUES),
+              free_tokens: int = FREE_TOKENS) -> list[dict[str, Any]]:
+    """Each task's requests (one per dialogue, the first DIALOGUES), constrained then not.
+    COMPLETE(messages, answer_format, max_tokens) returns an LLMResult; BOUND gives a format's
+    length bound in characters (+1 token: the constrained calls' cap); the unconstrained calls
+    get at most FREE_TOKENS."""
     rows = []
     for task in tasks:
         declared = declared_format(task, registry)
         answer_format = declared or task.format
         row = Row(task, "declared" if declared else "representative")
         cap = bound(answer_format)
-        max_tokens = cap + 1 if cap is not None else 256
-        for index, dialogue in enumerate(DIALOGUES):
+        max_tokens = cap + 1 if cap is not None else 1024
+        for index, dialogue in enumerate(DIALOGUES[:dialogues]):
             messages = [{"role": "user", "content": f"{dialogue}\n\n{task.instruction}"}]
             for constrained, calls in ((True, row.constrained), (False, row.free)):
                 started = time.monotonic()
-                result = complete(messages, answer_format if constrained else None, max_tokens)
+                result = complete(messages, answer_format if constrained else None,
+                                  max_tokens if constrained else min(max_tokens, free_tokens))
                 seconds = time.monotonic() - started
                 try:
                     answer_format.check(result.text)
@@ -194,7 +205,7 @@ def run_bench(complete: Callable[..., Any], *, registry: Mapping[str, Any],
                 calls.append({"dialogue": index, "parsed": parsed, "reason": reason,
                               "tokens": result.completion_tokens, "seconds": seconds,
                               "text": result.text[:300]})
-                progress(f"{task.key} dialogue {index + 1}/{len(DIALOGUES)} "
+                progress(f"{task.key} dialogue {index + 1}/{dialogues} "
                          f"{'constrained' if constrained else 'unconstrained'}: "
                          f"{'parsed' if parsed else 'not parsed'}, "
                          f"{result.completion_tokens} tokens in {seconds:.1f} s")

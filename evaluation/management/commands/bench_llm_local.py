@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation.lib.llm.evaluators import EVALUATORS
 from evaluation.lib.llm.gateway import InMemoryResponseCache, LLMGateway, ModelConfig
 from evaluation.lib.llm.limiter import ProcessLimiter
-from evaluation.lib.llm.local_bench import TASKS, run_bench, table
+from evaluation.lib.llm.local_bench import DIALOGUES, TASKS, run_bench, table
 from evaluation.lib.llm.local_decoding import format_of, length_bound
 from evaluation.lib.llm.local_server import LocalCausalLM, serve_in_thread, smollm2_path
 from evaluation.lib.simulators.simulators import SIMULATORS
@@ -32,9 +32,11 @@ class Command(BaseCommand):
                             help="torch threads (default 1: on a busy machine more are slower)")
         parser.add_argument("--only", action="append", default=[],
                             help=f"measure only these ({', '.join(t.key for t in TASKS)})")
+        parser.add_argument("--dialogues", type=int, default=len(DIALOGUES), choices=(1, 2),
+                            help="requests per evaluator and mode (default 2)")
         parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *, model_path, threads, only, as_json, **options):
+    def handle(self, *, model_path, threads, only, dialogues, as_json, **options):
         import torch
 
         path = model_path or smollm2_path()
@@ -75,16 +77,19 @@ class Command(BaseCommand):
                         "pepper_simulator": SIMULATORS.get("pepper"),
                         "ievalm_simulator": SIMULATORS.get("ievalm")}
             rows = run_bench(complete, registry=registry, progress=progress, tasks=tasks,
+                             dialogues=dialogues,
                              bound=lambda fmt: length_bound(format_of(fmt)))
             server.shutdown()
             server.server_close()
         report = {"model": lm.name, "path": str(path), "threads": threads,
+                  "dialogues": dialogues,
                   "seconds": time.monotonic() - started, "rows": rows}
         if as_json:
             self.stdout.write(json.dumps(report, indent=2))
         else:
             self.stdout.write(table(rows))
-            self.stdout.write(f"\n{lm.name}, {threads} torch thread(s), greedy; "
+            self.stdout.write(f"\n{lm.name}, {threads} torch thread(s), greedy, {dialogues} "
+                              f"request(s) per evaluator and mode; "
                               f"{report['seconds']:.0f} s in all")
 
 
