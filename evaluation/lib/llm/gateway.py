@@ -434,8 +434,13 @@ class LLMGateway:
             attempts += 1
             try:
                 kwargs = self._request_kwargs(config, messages, answer_format)  # key checked
-                budget = min(config.timeout, call.left())
-                with self.limiter.slots(self._pools(config), budget):
+                # A one-at-a-time server's calls queue here for as long as the whole call may
+                # take (they would otherwise time out behind each other); other calls wait
+                # within the attempt's timeout. Either way the attempt then has its timeout.
+                wait = (call.left() if config.backend == "concord-local"
+                        else min(config.timeout, call.left()))
+                with self.limiter.slots(self._pools(config), wait,
+                                        hold=min(config.timeout, call.left())):
                     response = self._calls.call(
                         lambda: self._completion_fn(**kwargs),  # noqa: B023 - called at once
                         min(config.timeout, call.left()))

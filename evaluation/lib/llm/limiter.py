@@ -11,10 +11,10 @@ instead of timing out behind each other at the server.
 - ``RedisLimiter``: one sorted set per pool on the Redis server every process shares (the
   broker's, or ``CONCORD_CACHE_URL``). A slot is a member whose score is its lease's end, in
   the Redis server's clock; a Lua script drops expired leases and takes a slot only while the
-  set holds fewer than the limit, atomically. The lease is twice the attempt's deadline (the
-  wait for the next pool's slot, then the call) plus a margin, and the gateway never holds a
-  slot past the attempt's deadline, so a process that dies holding slots frees them within
-  that lease, with no renewal. When Redis does not
+  set holds fewer than the limit, atomically. Once a call has its slots, each lease ends at the
+  call's own deadline plus a margin (while it still waits for a later pool's slot, the wait is
+  added), and the gateway never holds a slot past the call's deadline, so a process that dies
+  holding slots frees them within that lease, with no renewal. When Redis does not
   answer, the process's own semaphores take over (with a warning): the limit then holds per
   process until Redis is back.
 
@@ -45,8 +45,10 @@ class SlotTimeout(Exception):
 
 
 class Limiter(Protocol):
-    def slots(self, pools: Sequence[tuple[str, int]], timeout: float) -> Any:
-        """A context manager holding one slot of each (POOL, LIMIT), taken in order."""
+    def slots(self, pools: Sequence[tuple[str, int]], timeout: float,
+              hold: float | None = None) -> Any:
+        """A context manager holding one slot of each (POOL, LIMIT), taken in order within
+        TIMEOUT seconds, then held for at most HOLD seconds (default TIMEOUT)."""
 
 
 def server_pool(api_base: str | None) -> str:
@@ -69,7 +71,8 @@ class ProcessLimiter:
             return self._semaphores[key]
 
     @contextmanager
-    def slots(self, pools: Sequence[tuple[str, int]], timeout: float) -> Iterator[None]:
+    def slots(self, pools: Sequence[tuple[str, int]], timeout: float,
+              hold: float | None = None) -> Iterator[None]:
         deadline = time.monotonic() + timeout
         with ExitStack() as held:
             for pool, limit in pools:
@@ -121,9 +124,10 @@ class RedisLimiter:
         return int(seconds) * 1000 + int(micros) // 1000
 
     @contextmanager
-    def slots(self, pools: Sequence[tuple[str, int]], timeout: float) -> Iterator[None]:
+    def slots(self, pools: Sequence[tuple[str, int]], timeout: float,
+              hold: float | None = None) -> Iterator[None]:
         try:
-            held = self._take_all(pools, timeout)
+            held = self._take_all(pools, timeout, timeout if hold is None else hold)
         except self._errors as error:
             logger.warning("Redis did not answer (%s): LLM slots are per process until it does",
                            error)
@@ -135,16 +139,22 @@ class RedisLimiter:
         finally:
             self._release(held)
 
-    def _take_all(self, pools: Sequence[tuple[str, int]], timeout: float) -> list[tuple[str, str]]:
+    def _take_all(self, pools: Sequence[tuple[str, int]], timeout: float,
+                  hold: float) -> list[tuple[str, str]]:
         deadline = time.monotonic() + timeout
-        # A slot taken first may wait for the next ones, then be held: two timeouts at most.
-        lease_ms = int((2 * timeout + self.lease_margin) * 1000)
+        # A slot taken first may wait for the next ones, then be held; once all are taken,
+        # each lease is cut to the hold.
+        waiting_ms = int((timeout + hold + self.lease_margin) * 1000)
         held: list[tuple[str, str]] = []
         try:
             for pool, limit in pools:
                 member = uuid.uuid4().hex
-                self._wait_for(pool, limit, member, lease_ms, deadline, timeout)
+                self._wait_for(pool, limit, member, waiting_ms, deadline, timeout)
                 held.append((pool, member))
+            if len(held) > 1 or timeout > hold:
+                ends = self._now_ms() + int((hold + self.lease_margin) * 1000)
+                for pool, member in held:
+                    self._redis.zadd(self.prefix + pool, {member: ends}, xx=True)
         except BaseException:
             self._release(held)
             raise

@@ -181,3 +181,17 @@ def test_waiting_for_a_slot_is_bounded_by_the_call_deadline(llm_server, sleeps):
         with pytest.raises(Exception, match="no free LLM slot"):
             gateway.complete(config_for(server, timeout=0.3), [{"role": "user", "content": "x"}])
     assert time.monotonic() - started < 2 and server.request_count == 0
+
+
+def test_calls_to_a_one_at_a_time_server_queue_past_their_attempt_timeout(llm_server, sleeps):
+    # Four calls of 0.25 s each with a 0.5 s timeout: the last waits 0.75 s or more for the
+    # server in Concord, within its total deadline (0.5 s × 5 attempts), and is sent once.
+    server, in_flight = _counting_server(llm_server)
+    gateway = LLMGateway(max_concurrency=4, limiter=ProcessLimiter(), sleep=sleeps)
+    batch = [[{"role": "user", "content": f"q {i}"}] for i in range(4)]
+
+    results = gateway.complete_many(config_for(server, backend="concord-local", timeout=0.5),
+                                    batch)
+
+    assert [r.text for r in results] == ["ok"] * 4
+    assert server.request_count == 4 and in_flight["max"] == 1 and sleeps.delays == []
