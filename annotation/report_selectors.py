@@ -147,7 +147,10 @@ TRAINED_SUFFIX = reports.TRAINED  # the units an evaluator's instructions were o
 
 
 def _latest_runs(benchmark, *, include_private: bool, evaluators=None) -> list[Run]:
-    runs = (Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
+    # Smoke tests (runs of a model that is not evaluation-grade) never reach a metric
+    # leaderboard, hence the trust column built from its rows.
+    runs = (Run.objects.publishable()
+            .filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
             .select_related("submission__system").order_by("-created_at", "-pk"))
     if not include_private:
         runs = runs.filter(submission__is_public=True)

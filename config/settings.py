@@ -368,6 +368,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
+# The LLM slots every process shares (CONCORD_LLM_MAX_CONCURRENCY): the cache's or the broker's
+# Redis; empty (the embedded mode): per process.
+LLM_SLOTS_REDIS_URL = env_str("CONCORD_CACHE_URL") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis://") else "")
 # Progress and results are stored in the database by the tasks themselves; a run spread over
 # workers is joined there too (finished chunks are counted in `RunChunk`), not by a chord,
 # so no result backend is needed in either mode (docs/operations.md).
@@ -427,7 +431,14 @@ LLM_API_BASE = env_str("CONCORD_LLM_API_BASE")
 LLM_API_KEY_ENV = env_str("CONCORD_LLM_API_KEY_ENV")  # the *name* of the variable with the key
 LLM_TEMPERATURE = env_float("CONCORD_LLM_TEMPERATURE", 0.0)
 LLM_MAX_TOKENS = env_int("CONCORD_LLM_MAX_TOKENS", 0)  # 0: the provider's default
-LLM_MAX_CONCURRENCY = env_int("CONCORD_LLM_MAX_CONCURRENCY", 4)  # per process
+# Site-wide: every process shares the slots through Redis (the broker's or CONCORD_CACHE_URL;
+# LLM_SLOTS_REDIS_URL below); per process in the embedded mode (evaluation/lib/llm/limiter.py).
+LLM_MAX_CONCURRENCY = env_int("CONCORD_LLM_MAX_CONCURRENCY", 4)
+# How the default profile's answer formats are sent (openai, vllm, llama.cpp, concord-local).
+LLM_BACKEND = env_str("CONCORD_LLM_BACKEND", "openai")
+# A profile that gives its model's `parameters` under this is not evaluation-grade unless it
+# says so: its runs are smoke tests, never published (docs/llm.md, "Smoke tests").
+LLM_MIN_EVALUATION_PARAMS = env_int("CONCORD_LLM_MIN_EVALUATION_PARAMS", 1_000_000_000)
 LLM_MAX_RETRIES = env_int("CONCORD_LLM_MAX_RETRIES", 4)
 LLM_BACKOFF_SECONDS = env_float("CONCORD_LLM_BACKOFF_SECONDS", 1.0)
 LLM_TIMEOUT_SECONDS = env_float("CONCORD_LLM_TIMEOUT_SECONDS", 120.0)
@@ -446,7 +457,8 @@ if LLM_MAX_CONCURRENCY < 1 or LLM_MAX_RETRIES < 0 or LLM_BACKOFF_SECONDS < 0:
 # the implicit `default` profile made of CONCORD_LLM_MODEL/_API_BASE/_API_KEY_ENV.
 try:
     CREDENTIALS = _parse_credentials(env_str("CONCORD_CREDENTIALS"))
-    LLM_PROFILES = _parse_profiles(env_str("CONCORD_LLM_PROFILES"), credentials=CREDENTIALS)
+    LLM_PROFILES = _parse_profiles(env_str("CONCORD_LLM_PROFILES"), credentials=CREDENTIALS,
+                                   min_evaluation_params=LLM_MIN_EVALUATION_PARAMS)
 except ValueError as _error:
     raise ImproperlyConfigured(str(_error)) from None
 

@@ -118,6 +118,14 @@ class Submission(models.Model):
         return f"{self.system} on {self.benchmark_id} ({self.created_at:%Y-%m-%d})"
 
 
+class RunQuerySet(models.QuerySet):
+    def publishable(self) -> "RunQuerySet":
+        """Runs whose numbers may be published: not smoke tests of a model the operator does
+        not hold to be evaluation-grade (docs/llm.md, "Smoke tests"). The one filter of every
+        leaderboard, its counts, and the metric leaderboards behind the trust column."""
+        return self.filter(evaluation_grade=True)
+
+
 class Run(models.Model):
     """One evaluator applied to one submission; its job carries status and progress.
 
@@ -136,7 +144,14 @@ class Run(models.Model):
                                    help_text="metric -> reason it could not be computed")
     usage = models.JSONField(default=dict, blank=True,
                              help_text="LLM tokens and cost (cost null when unknown)")
+    evaluation_grade = models.BooleanField(
+        default=True, help_text="false: a smoke test of a model the operator does not hold to "
+                                "be evaluation-grade; never published (docs/llm.md)")
+    smoke_test_reason = models.CharField(max_length=300, blank=True,
+                                         help_text="why the run is a smoke test, as shown")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

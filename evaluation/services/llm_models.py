@@ -17,6 +17,7 @@ from evaluation.lib.llm.gateway import (
     ModelConfig,
     UsageMeter,
 )
+from evaluation.lib.llm.limiter import PROCESS_LIMITER, Limiter, RedisLimiter
 from evaluation.lib.llm.profiles import DEFAULT as DEFAULT_PROFILE
 from evaluation.lib.llm.profiles import SETTING as PROFILES_SETTING
 from evaluation.lib.llm.profiles import ModelProfile, default_profile
@@ -34,7 +35,7 @@ def llm_profiles() -> dict[str, ModelProfile]:
     """The operator's model profiles by name: the implicit `default` (the CONCORD_LLM_*
     settings) and CONCORD_LLM_PROFILES (whose own `default` replaces it)."""
     default = default_profile(model=settings.LLM_MODEL, api_base=settings.LLM_API_BASE,
-                              key_variable=settings.LLM_API_KEY_ENV)
+                              key_variable=settings.LLM_API_KEY_ENV, backend=settings.LLM_BACKEND)
     return {DEFAULT_PROFILE: default, **settings.LLM_PROFILES}
 
 
@@ -76,6 +77,22 @@ def model_options(*, profile: str | None = None, model: str | None = None,
     }
 
 
+def run_evaluation_grade(entries) -> dict:
+    """The `evaluation_grade` and `smoke_test_reason` of a run whose LLM calls use ENTRIES
+    (run-configuration model entries; None entries are skipped): evaluation-grade only when
+    every profile it uses is (docs/llm.md, "Smoke tests")."""
+    profiles = llm_profiles()
+    for options in entries:
+        if not options:
+            continue
+        profile = profiles.get(options.get("profile") or DEFAULT_PROFILE)
+        if profile is not None and not profile.evaluation_grade:
+            reason = (f"Model profile {profile.name!r} ({options.get('model')}) is "
+                      f"not evaluation-grade: {profile.why_not_evaluation_grade}.")
+            return {"evaluation_grade": False, "smoke_test_reason": reason[:300]}
+    return {"evaluation_grade": True, "smoke_test_reason": ""}
+
+
 def model_config(options: dict) -> ModelConfig:
     """The gateway's ModelConfig for a run-configuration entry (see `model_options`). Where the
     model is and which key it gets come from the operator's profile alone (an older entry's
@@ -86,14 +103,32 @@ def model_config(options: dict) -> ModelConfig:
     return ModelConfig(model=options["model"], api_base=profile.api_base, api_key=api_key,
                        api_key_env=profile.key_variable,
                        temperature=options.get("temperature", 0.0),
-                       max_tokens=options.get("max_tokens"), timeout=settings.LLM_TIMEOUT_SECONDS)
+                       max_tokens=options.get("max_tokens"), timeout=settings.LLM_TIMEOUT_SECONDS,
+                       backend=profile.backend)
+
+
+_limiters: dict[str, RedisLimiter] = {}
+_limiters_lock = threading.Lock()
+
+
+def llm_limiter() -> Limiter:
+    """The site's LLM slots: on Redis when there is one (every process shares them), else
+    this process's (the embedded mode's single worker)."""
+    url = settings.LLM_SLOTS_REDIS_URL
+    if not url:
+        return PROCESS_LIMITER
+    with _limiters_lock:
+        if url not in _limiters:
+            _limiters[url] = RedisLimiter(url)
+        return _limiters[url]
 
 
 def llm_gateway() -> LLMGateway:
-    """A gateway on the shared database cache with the configured concurrency and retries."""
+    """A gateway on the shared database cache with the configured concurrency and retries,
+    taking its slots from the site's limiter."""
     return LLMGateway(DatabaseResponseCache(), max_concurrency=settings.LLM_MAX_CONCURRENCY,
                       max_retries=settings.LLM_MAX_RETRIES,
-                      backoff_base=settings.LLM_BACKOFF_SECONDS)
+                      backoff_base=settings.LLM_BACKOFF_SECONDS, limiter=llm_limiter())
 
 
 class RunUsage:

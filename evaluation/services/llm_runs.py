@@ -38,7 +38,12 @@ from evaluation.models import DebateTurn, FaceTurn, Job, LLMSpend, Run, Submissi
 from evaluation.selectors.benchmarks import benchmark_bundle, scored_splits
 from evaluation.services import spending as spending_rules
 from evaluation.services.jobs import ExpectedFailure, job_create
-from evaluation.services.llm_models import RunUsage, llm_gateway, model_config
+from evaluation.services.llm_models import (
+    RunUsage,
+    llm_gateway,
+    model_config,
+    run_evaluation_grade,
+)
 from evaluation.services.results import summaries_upsert
 
 logger = logging.getLogger(__name__)
@@ -136,7 +141,8 @@ def llm_run_create(*, submission, evaluator: str, model: dict, user=None,
                 enforce=spending == spending_rules.CHECK)
         return Run.objects.create(submission=submission, evaluator=evaluator,
                                   evaluator_version=spec.version, config=config,
-                                  config_hash=llm_config_hash(config), job=job)
+                                  config_hash=llm_config_hash(config), job=job,
+                                  **run_evaluation_grade([model, debate_model, *judges]))
 
 
 class DuplicateRun(ValueError):

@@ -118,7 +118,13 @@ from evaluation.services.jobs import (
     task_enqueue,
 )
 from evaluation.services.live import live_client
-from evaluation.services.llm_models import RunUsage, llm_gateway, model_config, model_options
+from evaluation.services.llm_models import (
+    RunUsage,
+    llm_gateway,
+    model_config,
+    model_options,
+    run_evaluation_grade,
+)
 from evaluation.services.results import summaries_upsert, unit_scores_upsert
 from evaluation.services.submissions import submission_create, today_bounds
 from evaluation.signals import results_changed_notify
@@ -610,7 +616,8 @@ def _preference_run(simulation: Simulation, submission, dialogues, config: dict,
     run = Run.objects.create(
         submission=submission, evaluator=f"simulation.{simulation.simulator}",
         evaluator_version=simulation.simulator_version, config=config,
-        config_hash=simulator_config_hash(config), job_id=job.pk if job else simulation.job_id)
+        config_hash=simulator_config_hash(config), job_id=job.pk if job else simulation.job_id,
+        **run_evaluation_grade([simulation.job.params.get("model")]))
     _store_scores(run, dialogues, simulation.turns, pcir=pcir, ievalm=is_ievalm)
     for spec in evaluator_specs(run.evaluator):  # axis and direction from the specs
         estimate = estimates.get(spec.name)
@@ -696,7 +703,8 @@ def _trace_run(simulation: Simulation, dialogues, submission) -> Run:
     run = Run.objects.create(submission=submission, evaluator=SUITE_NAME,
                              evaluator_version=SUITE_VERSION, config=config,
                              config_hash=config_hash(config), job=job,
-                             unavailable=dict(result.unavailable))
+                             unavailable=dict(result.unavailable),
+                             **run_evaluation_grade([simulation.job.params.get("model")]))
     unit_scores_upsert(run, result.values)
     collected: dict[str, tuple[list, list]] = {}
     for value in result.values:

@@ -366,8 +366,8 @@ def leaderboard_export_rows(board: Leaderboard, request_base: str = "") -> list[
 def benchmark_leaderboard_counts(benchmarks) -> dict[tuple[int, str], int]:
     """(benchmark id, protocol) -> number of systems with a public succeeded run (a
     simulation's run counts on its simulator's `simulated-…` board, not on `log`)."""
-    rows = Run.objects.filter(submission__benchmark__in=benchmarks,
-                              job__status=Job.Status.SUCCEEDED)
+    rows = Run.objects.publishable().filter(submission__benchmark__in=benchmarks,
+                                            job__status=Job.Status.SUCCEEDED)
     simulated = set(Simulation.objects.filter(benchmark__in=benchmarks)
                     .exclude(submission=None).values_list("submission_id", flat=True))
     counts: dict[tuple[int, str], set] = defaultdict(set)

@@ -25,7 +25,7 @@ def compare_default_benchmark(benchmarks: list) -> str:
     else the first; "" when there is none."""
     if not benchmarks:
         return ""
-    counts = dict(Run.objects.filter(
+    counts = dict(Run.objects.publishable().filter(
         evaluator=SUITE_NAME, job__status=Job.Status.SUCCEEDED, submission__is_public=True,
         submission__benchmark__in=[b.pk for b in benchmarks])
         .values_list("submission__benchmark_id")

@@ -132,7 +132,8 @@ def board_runs(*, benchmark, protocol: str, system=None, coverage: str | None = 
     evaluated on exactly the splits COVERAGE when it is given. On a simulated board, the
     simulations' runs on all their dialogues, or (SANITISED) their runs without the leaked
     dialogues (`Simulation.sanitised_run`), or (None) both."""
-    runs = Run.objects.filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED)
+    runs = Run.objects.publishable().filter(submission__benchmark=benchmark,
+                                            job__status=Job.Status.SUCCEEDED)
     simulator = simulator_of_protocol(protocol)
     fields = _RUN_FIELDS
     if simulator is not None:

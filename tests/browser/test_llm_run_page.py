@@ -69,3 +69,28 @@ def test_a_judge_run_page_is_the_generic_unit_table_and_fits_the_screen(
         "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert sideways <= 1, f"the page scrolls sideways by {sideways}px at {width}px"
     screenshot(page, f"pepper-run-page-{width}")
+
+
+PEPPER = ("Asks good questions.\n<proactiveness>4</proactiveness><coherence>3</coherence>"
+          "<personalization>5</personalization>")
+
+
+@pytest.mark.parametrize("width, height", [(1366, 768), (390, 844)])
+def test_a_smoke_test_run_says_why_it_is_not_published(page, llm_server, log_submission,
+                                                       settings, width, height):
+    server = llm_server(lambda request: PEPPER)
+    llm_fixtures.offer_profile(settings, "laptop", server.api_base, backend="concord-local")
+    run = succeeded(llm_run_create(submission=log_submission, evaluator="pepper_judge",
+                                   model={**server_config(server), "profile": "laptop"},
+                                   enqueue=False))
+    log_submission.is_public = True
+    log_submission.save(update_fields=["is_public"])
+    page.set_viewport_size({"width": width, "height": height})
+
+    page.goto(f"/runs/{run.pk}/")
+    notice = page.locator("#smoke-test")
+    assert notice.is_visible()
+    assert "A smoke test, never published." in notice.inner_text()
+    assert "built-in local server" in notice.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, f"smoke-test-run-page-{width}")

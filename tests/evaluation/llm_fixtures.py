@@ -71,13 +71,15 @@ def server_config(server: ScriptedLLMServer, model: str = MODEL) -> dict:
 
 
 def offer_profile(settings, name: str, api_base: str, credential: str | None = None,
-                  model: str = MODEL) -> None:
-    """Make NAME one of the operator's model profiles (MODEL at API_BASE) for this test."""
-    profile = {"model": model, "api_base": api_base}
+                  model: str = MODEL, **keys) -> None:
+    """Make NAME one of the operator's model profiles (MODEL at API_BASE, and any other
+    profile KEYS such as backend) for this test."""
+    profile = {"model": model, "api_base": api_base, **keys}
     if credential:
         profile["credential"] = credential
     settings.LLM_PROFILES = {**settings.LLM_PROFILES, **parse_profiles(
-        json.dumps({name: profile}), credentials=settings.CREDENTIALS)}
+        json.dumps({name: profile}), credentials=settings.CREDENTIALS,
+        min_evaluation_params=settings.LLM_MIN_EVALUATION_PARAMS)}
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@
 - ``trace_judge``: the Trace five-criterion turn judge.
 - ``pepper_judge``: the PEPPER qualitative judge.
 - ``baselines``: LLM Zero-Shot and RAG-Citation baselines (Trace).
-- ``local_server``: a local Hugging Face model behind an OpenAI-compatible API.
+- ``local_server``: a local Hugging Face model (a folder or a .gguf file) behind an
+  OpenAI-compatible API; ``local_decoding``: its constrained decoding (answer formats).
+- ``limiter``: the site-wide LLM slots (Redis, or per process).
 - ``registry``: every LLM evaluator is one registered object (name, metrics, prompts and their
   answer formats, configuration, estimate, run, run page, docs row); ``evaluators``: the
   built-in ones (CoRE, Trace judge, PEPPER judge, FACE), registered on import.

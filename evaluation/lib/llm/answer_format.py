@@ -11,10 +11,13 @@ Backends (a model profile's ``backend``):
 - ``openai``: any OpenAI-compatible API through litellm; a JSON schema goes as
   ``response_format = {"type": "json_schema", ...}``; a regular expression cannot be sent, so
   the answer is only checked (parse, then re-ask).
-- ``vllm``: vLLM's OpenAI server; ``guided_json`` / ``guided_regex`` in the request body.
+- ``vllm``: vLLM's OpenAI server; ``structured_outputs`` (``{"json": schema}`` or
+  ``{"regex": pattern}``) in the request body: vLLM's name since 0.10, the only one since 0.12,
+  which removed ``guided_json`` / ``guided_regex``.
 - ``llama.cpp``: llama.cpp's server; ``json_schema`` in the request body (no regex).
 - ``concord-local``: the built-in server (``evaluation.lib.llm.local_server``); the OpenAI
-  ``response_format`` for a schema and ``guided_regex`` for a regular expression.
+  ``response_format`` for a schema and vLLM's ``structured_outputs`` ``regex`` for a regular
+  expression.
 
 Pure Python: no Django import.
 """
@@ -97,15 +100,15 @@ def request_parameters(answer_format: AnswerFormat | None, backend: str) -> dict
         raise ValueError(f"unknown LLM backend {backend!r} (known: {', '.join(BACKENDS)})")
     schema, regex = answer_format.json_schema, answer_format.regex
     if backend == "vllm":
-        return {"extra_body": {"guided_json": dict(schema)} if schema is not None
-                else {"guided_regex": regex}}
+        return {"extra_body": {"structured_outputs": {"json": dict(schema)}
+                               if schema is not None else {"regex": regex}}}
     if backend == "llama.cpp":
         return {"extra_body": {"json_schema": dict(schema)}} if schema is not None else {}
     if schema is not None:
         return {"response_format": {"type": "json_schema", "json_schema": {
             "name": answer_format.name, "schema": dict(schema), "strict": True}}}
     if backend == "concord-local":
-        return {"extra_body": {"guided_regex": regex}}
+        return {"extra_body": {"structured_outputs": {"regex": regex}}}
     return {}
 
 

@@ -7,7 +7,9 @@ The gateway adds:
 
 - a persistent response cache keyed by sha256 of (model, messages, generation parameters), so a
   re-run of an evaluation makes no HTTP call and returns identical answers (determinism);
-- bounded concurrency (a gateway-wide semaphore, shared by all threads using the gateway);
+- bounded concurrency: a slot of the ``limiter`` per HTTP attempt (``evaluation.lib.llm.limiter``:
+  site-wide through Redis, or per process), and one request at a time to a server that serves
+  one at a time (backend ``concord-local``);
 - retries with exponential backoff and jitter on 429, 5xx and connection errors, honouring
   ``Retry-After``; never on other 4xx, which would fail the same way again;
 - one total deadline per call: ``timeout`` per attempt, ``timeout`` × attempts with retries
@@ -40,6 +42,13 @@ from typing import Any, Protocol  # noqa: E402
 
 from evaluation.lib.deadlines import BoundedPool, Deadline, DeadlineExceeded  # noqa: E402
 from evaluation.lib.llm.answer_format import AnswerFormat, request_parameters  # noqa: E402
+from evaluation.lib.llm.limiter import (  # noqa: E402
+    ALL,
+    PROCESS_LIMITER,
+    Limiter,
+    SlotTimeout,
+    server_pool,
+)
 
 
 def _litellm():
@@ -310,6 +319,7 @@ class LLMGateway:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         completion_fn: Callable[..., Any] | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise LLMConfigurationError("max_concurrency must be at least 1")
@@ -323,7 +333,9 @@ class LLMGateway:
         self.rng = rng if rng is not None else random.Random()
         self.usage = UsageMeter()  # everything this gateway did, across runs
         self._completion_fn = completion_fn or _litellm().completion
-        self._slots = threading.BoundedSemaphore(max_concurrency)
+        # MAX_CONCURRENCY slots of the pool `all`, shared with every gateway using the same
+        # limiter (default: this process's; llm_models.llm_gateway passes the site's).
+        self.limiter: Limiter = limiter if limiter is not None else PROCESS_LIMITER
         self._calls = CALL_POOL
         self._in_flight = _InFlightLocks()
         self._rng_lock = threading.Lock()
@@ -422,18 +434,25 @@ class LLMGateway:
             attempts += 1
             try:
                 kwargs = self._request_kwargs(config, messages, answer_format)  # key checked
-                budget = min(config.timeout, call.left())
-                with self._slots:
+                # A one-at-a-time server's calls queue here for as long as the whole call may
+                # take (they would otherwise time out behind each other); other calls wait
+                # within the attempt's timeout. Either way the attempt then has its timeout.
+                wait = (call.left() if config.backend == "concord-local"
+                        else min(config.timeout, call.left()))
+                with self.limiter.slots(self._pools(config), wait,
+                                        hold=min(config.timeout, call.left())):
                     response = self._calls.call(
                         lambda: self._completion_fn(**kwargs),  # noqa: B023 - called at once
-                        budget)
+                        min(config.timeout, call.left()))
                 return _result_from_response(response, config, key)
-            except DeadlineExceeded as error:
+            except (DeadlineExceeded, SlotTimeout) as error:
                 status, retryable, retry_after = None, True, None
                 failure: BaseException = error
                 message = f"{config.model}: timed out after {config.timeout:g} s"
-                if error.detail:
-                    message += f" ({error.detail})"
+                detail = getattr(error, "detail", None) or (
+                    str(error) if isinstance(error, SlotTimeout) else "")
+                if detail:
+                    message += f" ({detail})"
             except Exception as error:
                 # litellm maps every provider failure onto the openai exception hierarchy; any
                 # other exception is a bug and propagates unchanged.
@@ -456,6 +475,12 @@ class LLMGateway:
                 config.model, type(failure).__name__, status, attempts, self.max_retries, delay,
             )  # fmt: skip
             self.sleep(delay)
+
+    def _pools(self, config: ModelConfig) -> list[tuple[str, int]]:
+        """The slots an attempt takes, in order: its server's when the server answers one
+        request at a time (the built-in server), then one of the site's."""
+        pools = [(server_pool(config.api_base), 1)] if config.backend == "concord-local" else []
+        return [*pools, (ALL, self.max_concurrency)]
 
     def _backoff_delay(self, attempt: int, retry_after: float | None) -> float:
         with self._rng_lock:

@@ -1,4 +1,4 @@
-"""Migration 0035_crs_arena gives votes of battles stored before it their style, words shown
+"""Migration 0037_crs_arena gives votes of battles stored before it their style, words shown
 and session hash from their stored turns, as `battle_vote` computes them; imported votes and
 the new per-side fields stay empty."""
 
@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("evaluation", "0026_arena_screening")]
+BEFORE = [("evaluation", "0036_arena_requests")]
 
 
 def _migrate(targets):

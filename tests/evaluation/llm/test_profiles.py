@@ -74,3 +74,39 @@ def test_malformed_profiles_are_refused(text, message):
     with pytest.raises(ProfileSettingError, match=r"^CONCORD_LLM_PROFILES") as raised:
         parse_profiles(text, credentials=CREDENTIALS)
     assert message in str(raised.value)
+
+
+def test_profiles_say_their_backend_and_whether_they_are_evaluation_grade():
+    profiles = parse_profiles(
+        '{"laptop": {"model": "openai/smollm2-135m", "backend": "concord-local"},'
+        ' "workstation": {"model": "openai/qwen3-8b", "backend": "concord-local",'
+        '                 "evaluation_grade": true},'
+        ' "tiny": {"model": "openai/tiny", "backend": "vllm", "parameters": 135000000},'
+        ' "big": {"model": "openai/big", "backend": "llama.cpp", "parameters": 8000000000},'
+        ' "vetoed": {"model": "openai/gpt", "evaluation_grade": false}}',
+        credentials=CREDENTIALS, min_evaluation_params=1_000_000_000)
+    grades = {name: (p.backend, p.evaluation_grade) for name, p in profiles.items()}
+    assert grades == {"laptop": ("concord-local", False), "workstation": ("concord-local", True),
+                      "tiny": ("vllm", False), "big": ("llama.cpp", True),
+                      "vetoed": ("openai", False)}
+    assert "built-in local server" in profiles["laptop"].why_not_evaluation_grade
+    assert "135,000,000 parameters, under the operator's minimum of 1,000,000,000" in (
+        profiles["tiny"].why_not_evaluation_grade)
+    assert profiles["vetoed"].why_not_evaluation_grade == (
+        "the operator marked this model as a smoke test")
+    assert profiles["big"].why_not_evaluation_grade == ""
+    local = default_profile(model="openai/x", api_base="", key_variable="",
+                            backend="concord-local")
+    assert (local.backend, local.evaluation_grade) == ("concord-local", False)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"fast": {"model": "m", "backend": "ollama"}}', "backend 'ollama' is not one of"),
+    ('{"fast": {"model": "m", "parameters": "135M"}}', "parameters must be a positive whole"),
+    ('{"fast": {"model": "m", "parameters": true}}', "parameters must be a positive whole"),
+    ('{"fast": {"model": "m", "evaluation_grade": "yes"}}', "must be true or false"),
+])
+def test_malformed_backends_and_grades_are_refused(text, message):
+    with pytest.raises(ProfileSettingError, match=r"^CONCORD_LLM_PROFILES") as raised:
+        parse_profiles(text, credentials=CREDENTIALS)
+    assert message in str(raised.value)
