@@ -128,11 +128,14 @@ TASKS = (
 
 def declared_format(task: Task, registry: Mapping[str, Any]) -> AnswerFormat | None:
     """The answer format TASK's evaluator declares in REGISTRY: its registered object's
-    ``answer_format``, or among its ``answer_formats`` (a mapping or a sequence) the one named
-    like TASK's representative format (or the only one); None when it declares none."""
+    ``answer_format``, or among its ``answer_formats`` (a mapping or a sequence; for a
+    simulator, its ``prompts``' fixed formats) the one named like TASK's representative format
+    (or the only one); None when it declares none."""
     spec = registry.get(task.key)
     declared = getattr(spec, "answer_format", None)
-    formats = getattr(spec, "answer_formats", None)
+    formats = getattr(spec, "answer_formats", None) or tuple(
+        p.answer_format for p in getattr(spec, "prompts", ()) or ()
+        if getattr(p, "answer_format", None) is not None)
     if declared is None and formats:
         if isinstance(formats, Mapping):
             declared = formats.get(task.format.name)

@@ -13,7 +13,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.lib.llm.evaluators import EVALUATORS
+from evaluation.lib.llm import registry as evaluators
 from evaluation.lib.llm.gateway import InMemoryResponseCache, LLMGateway, ModelConfig
 from evaluation.lib.llm.limiter import ProcessLimiter
 from evaluation.lib.llm.local_bench import DIALOGUES, TASKS, run_bench, table
@@ -35,8 +35,13 @@ class Command(BaseCommand):
         parser.add_argument("--dialogues", type=int, default=len(DIALOGUES), choices=(1, 2),
                             help="requests per evaluator and mode (default 2)")
         parser.add_argument("--json", action="store_true", dest="as_json")
+        parser.add_argument("--representative", action="store_true",
+                            help="use each evaluator's representative JSON format, not the one "
+                                 "its registered object declares (the declared tag formats let "
+                                 "the reasoning run to 1,500-3,000 characters)")
 
-    def handle(self, *, model_path, threads, only, dialogues, as_json, **options):
+    def handle(self, *, model_path, threads, only, dialogues, as_json, representative=False,
+               **options):
         import torch
 
         path = model_path or smollm2_path()
@@ -71,13 +76,13 @@ class Command(BaseCommand):
 
             started = time.monotonic()
             beat.doing = "the first call (litellm loads first)"
-            registry = {"trace_judge": EVALUATORS.get("trace_judge"),
-                        "pepper_judge": EVALUATORS.get("pepper_judge"),
-                        "core": EVALUATORS.get("core"), "face": EVALUATORS.get("face"),
+            registry = {"trace_judge": evaluators.find("trace_judge"),
+                        "pepper_judge": evaluators.find("pepper_judge"),
+                        "core": evaluators.find("core"), "face": evaluators.find("face"),
                         "pepper_simulator": SIMULATORS.get("pepper"),
                         "ievalm_simulator": SIMULATORS.get("ievalm")}
-            rows = run_bench(complete, registry=registry, progress=progress, tasks=tasks,
-                             dialogues=dialogues,
+            rows = run_bench(complete, registry={} if representative else registry,
+                             progress=progress, tasks=tasks, dialogues=dialogues,
                              bound=lambda fmt: length_bound(format_of(fmt)))
             server.shutdown()
             server.server_close()

@@ -314,7 +314,8 @@ def test_the_bench_command_measures_each_evaluator_with_and_without_its_format(t
 
     out, err = io.StringIO(), io.StringIO()
     call_command("bench_llm_local", "--model-path", str(tiny_gguf(tmp_path / "tiny.gguf")),
-                 "--only", "trace_judge", "--only", "face", "--json", stdout=out, stderr=err)
+                 "--only", "trace_judge", "--only", "face", "--json", "--representative",
+                 stdout=out, stderr=err)
 
     report = json.loads(out.getvalue())
     rows = {row["evaluator"]: row for row in report["rows"]}
