@@ -51,8 +51,12 @@ def text(value) -> str:
 def _who(scenario: Mapping) -> str:
     profile = scenario.get("user_profile") if isinstance(scenario.get("user_profile"),
                                                          Mapping) else {}
-    name = profile.get("name") or ""
-    persona = words(scenario.get("persona") or profile.get("persona") or "")
+    persona = scenario.get("persona") or profile.get("persona") or ""
+    if isinstance(persona, Mapping):  # {"name": …, "travel_style": …}: the name, then in words
+        name = str(persona.get("name") or profile.get("name") or "")
+        persona = text({k: v for k, v in persona.items() if k != "name"})
+    else:
+        name, persona = str(profile.get("name") or ""), words(persona)
     description = scenario.get("persona_description") or ""
     head = ", ".join(part for part in (name, persona) if part)
     return " — ".join(part for part in (head, description) if part)
@@ -70,8 +74,9 @@ def _request(scenario: Mapping) -> str:
                                                                  if place else "")
     wishes = [words(a) for a in preferences.get("aspects") or [] if a]
     if not preferences and isinstance(scenario.get("constraints"), list):
-        wishes = [words(c.get("value")) for c in scenario["constraints"]
-                  if isinstance(c, Mapping) and c.get("value")]
+        wishes = [_constraint({"kind": c.get("kind"), "value": c.get("value")})
+                  for c in scenario["constraints"]
+                  if isinstance(c, Mapping) and c.get("value") not in (None, "")]
     if scenario.get("budget"):
         wishes.append(f"{words(scenario['budget'])} budget")
     parts = [head[:1].upper() + head[1:]] if head else []
@@ -103,7 +108,9 @@ def _constraint(record) -> str:
     if not isinstance(record, Mapping):
         return text(record)
     said = record.get("stated_at_turn")
-    what = f"{words(record.get('kind') or 'wish')}: {words(record.get('value'))}"
+    value = record.get("value")
+    shown = text(value) if isinstance(value, bool) else words(value)  # yes/no, not True/False
+    what = f"{words(record.get('kind') or 'wish')}: {shown}"
     return f"turn {said}: {what}" if said is not None else what
 
 

@@ -93,7 +93,8 @@ def test_crs_arena_eval_report_and_public_metric_leaderboard(page, live_server, 
     assert {plots.nth(i).get_attribute("data-metric") for i in range(plots.count())} == {
         "assistant_turns"}
     assert plots.first.locator("circle.pt").count() == 467
-    curves = page.locator("#correlation figure.curve-figure")  # sample efficiency
+    # sample efficiency (the "label these next" chart, #label-plan-chart, is another figure)
+    curves = page.locator("#correlation figure.curve-figure:not(#label-plan-chart)")
     assert curves.count() == 1 and curves.first.locator("circle.curve-dot").count() >= 3
     assert curves.first.locator("polygon.curve-band").count() == 1
     assert page.locator("#table-item_level").count() == 0  # every row: when asked for

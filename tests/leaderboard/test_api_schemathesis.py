@@ -38,6 +38,9 @@ REFUSED_BY_DESIGN = {
     "/api/leaderboards/{benchmark}/": "a split set no run was evaluated on (?splits=)",
     "/api/submissions/": "a file that is not a valid submission (docs/formats.md §2)",
     "/api/simulations/": "a system that is not live, or a benchmark without simulated users",
+    "/api/submissions/{uuid}/llm-runs/": "an evaluator that does not read the submission's "
+                                         "protocol, or a model profile the operator does not "
+                                         "offer (the operator's settings decide)",
 }
 
 

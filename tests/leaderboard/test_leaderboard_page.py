@@ -189,8 +189,9 @@ def test_query_count_does_not_grow_with_the_number_of_systems(client, django_ass
     with CaptureQueriesContext(connection) as queries:
         client.get(few)
     # benchmark, its boards (simulated-… protocols), runs, summaries, rank snapshots, the
-    # trust row's stored correlations, and the benchmark's arena (the "Battle" link)
-    assert len(queries) <= 7
+    # trust row's stored correlations, the benchmark's arena (the "Battle" link), and the
+    # reference baselines a worker may still be evaluating (the progress bar)
+    assert len(queries) <= 8
     with django_assert_num_queries(len(queries)):
         page = client.get(many).content.decode()
     assert len(system_rows(page)) == 30
