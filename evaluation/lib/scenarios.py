@@ -74,7 +74,8 @@ def _request(scenario: Mapping) -> str:
                                                                  if place else "")
     wishes = [words(a) for a in preferences.get("aspects") or [] if a]
     if not preferences and isinstance(scenario.get("constraints"), list):
-        wishes = [_constraint({"kind": c.get("kind"), "value": c.get("value")})
+        wishes = [words(c["value"]) if isinstance(c["value"], str)  # "quiet", "El Presidio"
+                  else _constraint({"kind": c.get("kind"), "value": c["value"]})  # yes/no, numbers
                   for c in scenario["constraints"]
                   if isinstance(c, Mapping) and c.get("value") not in (None, "")]
     if scenario.get("budget"):
