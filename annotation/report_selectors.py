@@ -165,6 +165,14 @@ def _latest_runs(benchmark, *, include_private: bool, evaluators=None) -> list[R
     return list(latest.values())
 
 
+def _has_private_runs(benchmark) -> bool:
+    """Whether a finished run of BENCHMARK that a metric leaderboard reads is not public (the
+    public scope's boards read fewer runs than the full scope's)."""
+    return (Run.objects.publishable()
+            .filter(submission__benchmark=benchmark, job__status=Job.Status.SUCCEEDED,
+                    submission__is_public=False).exists())
+
+
 def latest_runs(*, benchmark, include_private: bool) -> list[Run]:
     """The newest finished run of each (system, evaluator) on BENCHMARK."""
     return _latest_runs(benchmark, include_private=include_private)
@@ -455,6 +463,9 @@ def study_coupling(*, study: Study) -> dict:
 
 
 def study_metric_leaderboard(*, study: Study, aspect: str, include_private: bool) -> dict:
+    if not include_private and not _has_private_runs(study.benchmark):
+        include_private = True  # the same runs either way: one board, one cache entry
+
     def build():
         table = _table(study)
         scores = evaluator_score_sets(benchmark=study.benchmark, include_private=include_private,

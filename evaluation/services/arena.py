@@ -136,8 +136,9 @@ def pair_choose(systems: list[System], counts: Counter, rng: random.Random,
     pairs = [(x, y) for i, x in enumerate(systems) for y in systems[i + 1:]]
     if not pairs:
         raise ValidationError("this arena needs at least two live systems")
-    if wins is not None and fit_bradley_terry(wins) is not None:
-        probabilities = pair_probabilities(wins)
+    theta = fit_bradley_terry(wins) if wins is not None else None
+    if theta is not None:
+        probabilities = pair_probabilities(wins, theta=theta)
         index = {(x.pk, y.pk): (i, j) for i, x in enumerate(systems)
                  for j, y in enumerate(systems) if i < j}
         weights = [probabilities[index[(x.pk, y.pk)]] for x, y in pairs]

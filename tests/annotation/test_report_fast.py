@@ -339,3 +339,26 @@ def test_free_text_scenario_fields_are_not_offered_under_split_by(tiny_benchmark
     assert "city_group" in keys and "persona_description" not in keys
     with pytest.raises(ValueError, match="split by one of"):
         report_selectors.resolve_grouping(benchmark=tiny_benchmark, by="persona_description")
+
+
+def test_both_scopes_share_one_board_until_a_run_is_private(generated, monkeypatch):
+    """The trust column's refresh builds each aspect's board for the public and the full
+    scope; with no private run they read the same runs, so the second is the first's."""
+    study, _ = generated
+    builds = []
+    real = report_selectors.reports.build_metric_leaderboard
+    monkeypatch.setattr(report_selectors.reports, "build_metric_leaderboard",
+                        lambda *a, **k: builds.append(1) or real(*a, **k))
+    full = report_selectors.study_metric_leaderboard(study=study, aspect="overall",
+                                                     include_private=True)
+    public = report_selectors.study_metric_leaderboard(study=study, aspect="overall",
+                                                       include_private=False)
+    assert public == full and len(builds) == 1
+    Submission.objects.filter(pk=Submission.objects.filter(
+        benchmark=study.benchmark).first().pk).update(is_public=False)
+    study = type(study).objects.get(pk=study.pk)
+    full = report_selectors.study_metric_leaderboard(study=study, aspect="overall",
+                                                     include_private=True)
+    public = report_selectors.study_metric_leaderboard(study=study, aspect="overall",
+                                                       include_private=False)
+    assert len(builds) == 3 and public["rows"] != full["rows"]

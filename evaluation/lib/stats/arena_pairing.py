@@ -55,14 +55,17 @@ def bt_covariance(wins: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def pair_probabilities(wins: np.ndarray, *, top_k: int = TOP_K, floor: float = FLOOR,
-                       cap: float = CAP) -> dict[tuple[int, int], float]:
+                       cap: float = CAP, theta: np.ndarray | None = None
+                       ) -> dict[tuple[int, int], float]:
     """(i, j) with i < j -> the probability the next battle pairs systems i and j, from the
-    win matrix WINS (wins[i, j]: games i won against j, ties half) of the votes so far."""
+    win matrix WINS (wins[i, j]: games i won against j, ties half) of the votes so far; THETA,
+    when the caller has fitted it already, is `fit_bradley_terry(wins)`."""
     size = wins.shape[0]
     pairs = [(i, j) for i in range(size) for j in range(i + 1, size)]
     if not pairs:
         return {}
-    theta = fit_bradley_terry(wins) if size >= 2 else None
+    if theta is None:
+        theta = fit_bradley_terry(wins) if size >= 2 else None
     if theta is None:
         return {pair: 1.0 / len(pairs) for pair in pairs}
     covariance = bt_covariance(wins, theta)
