@@ -542,7 +542,8 @@ def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
         if score is None:
             raise ValueError(f"{evaluator} has no metric {metric!r}")
         named = metric in anchored.named_metrics(_metric_names(study, evaluator), table, aspect)
-        draws = study_handout_draws(study=study) if labelled_fraction is None else []
+        draws = (study_handout_draws(study=study)
+                 if study.is_active_handout and labelled_fraction is None else [])
         if draws and _unit_type(draws) == score.unit_type:  # handed out by the active policy
             report = anchored_active.build_active_anchored(table, score, aspect, draws,
                                                            matched_by_name=named)

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import close_old_connections, connection
@@ -104,6 +105,13 @@ def make_world(tmp_path, owner) -> tuple:
                    for d in range(DIALOGUES)]
         UnitScore.objects.bulk_create(scores)
     return benchmark, submissions
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    cache.clear()  # the reports are cached under the study's fingerprint
+    yield
+    cache.clear()
 
 
 @pytest.fixture
