@@ -29,7 +29,7 @@ class HandoutForm(forms.Form):
 
     handout_policy = forms.ChoiceField(
         choices=HandoutPolicy.choices, initial=HandoutPolicy.UNIFORM, widget=forms.RadioSelect,
-        label="Hand items out")
+        label="Hand items out", required=False, help_text="not given: uniform")
     handout_evaluator = forms.CharField(
         max_length=100, required=False, label="Evaluator (active)",
         help_text="its finished runs' scores on the study's items drive the active handout")

@@ -24,6 +24,7 @@ def study_handout(request, slug):
                "handout_metric": study.handout_metric, "handout_aspect": study.handout_aspect,
                "handout_budget": study.handout_budget}
     form = HandoutForm(request.POST if request.method == "POST" else None, initial=initial)
+    form.fields["handout_policy"].required = True  # here the policy is what is being set
     if request.method == "POST" and form.is_valid():
         try:
             study = handout_policy.handout_policy_set(study=study, choice=form.handout_choice())

@@ -414,6 +414,7 @@ def test_annotators_asking_at_once_at_a_waves_end_get_one_new_wave_and_distinct_
         assert held <= item.target_labels
 
 
+@pytest.mark.slow
 def test_the_active_handout_tests_pass_on_sqlite(tmp_path):
     """The hand-out's lock (the study row) on SQLite, the default install's database: this
     module's tests run again in a child pytest on a fresh SQLite file."""
