@@ -10,13 +10,12 @@ from dataclasses import dataclass
 
 from django.db.models import Count
 
-from annotation.lib import form_registry, taskforms
-from annotation.lib.labels import REFERENCE, FieldSpec
+from annotation.lib.labels import REFERENCE
 
 from .models import Annotation, HandoutDraw, HandoutWave, Study, StudyItem
-from .report_selectors import evaluator_score_sets
+from .report_selectors import POOL_MODES, evaluator_score_sets, study_aspect_fields
 
-POOL_MODES = {"turn": StudyItem.Mode.RESPONSE, "dialogue": StudyItem.Mode.CONVERSATION}
+aspect_fields = study_aspect_fields  # the numeric human fields of a study's (mode's) forms
 
 
 @dataclass(frozen=True)
@@ -25,15 +24,6 @@ class PoolItem:
     system: str  # the label table's system name (REFERENCE for the benchmark's own responses)
     unit_id: str
     dialogue_id: str
-
-
-def aspect_fields(study: Study, mode: str | None = None) -> dict[str, FieldSpec]:
-    """The numeric human fields of STUDY's forms (of MODE's forms only, when given)."""
-    layout = form_registry.Layout(forms=tuple(study.forms or ()),
-                                  likert_scales=tuple(study.likert_scales or ()))
-    return {spec.name: spec for form in taskforms.enabled(layout.forms)
-            if mode is None or form.mode == mode
-            for spec in form.fields(layout) if spec.is_numeric}
 
 
 def pool_items(study: Study, unit_type: str) -> list[PoolItem]:

@@ -21,7 +21,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotation.lib import anchored, anchored_active, label_plan, reports
+from annotation.lib import anchored, anchored_active, form_registry, label_plan, reports, taskforms
 from annotation.lib.labels import (
     REFERENCE,
     FieldSpec,
@@ -544,7 +544,8 @@ def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
         named = metric in anchored.named_metrics(_metric_names(study, evaluator), table, aspect)
         draws = (study_handout_draws(study=study)
                  if study.is_active_handout and labelled_fraction is None else [])
-        if draws and _unit_type(draws) == score.unit_type:  # handed out by the active policy
+        if draws and _unit_type(draws) == score.unit_type and aspect in study_aspect_fields(
+                study, POOL_MODES[score.unit_type]):  # labels of items drawn by the policy
             report = anchored_active.build_active_anchored(table, score, aspect, draws,
                                                            matched_by_name=named)
         else:
@@ -557,6 +558,19 @@ def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
         return {**report, "label_plan": plan, "study": study_snapshot(study=study, table=table)}
     return _cached(study, "anchored", (evaluator, aspect, metric, labelled_fraction, seed,
                                        include_private), build, runs=True)
+
+
+POOL_MODES = {"turn": StudyItem.Mode.RESPONSE, "dialogue": StudyItem.Mode.CONVERSATION}
+
+
+def study_aspect_fields(study: Study, mode: str | None = None) -> dict[str, FieldSpec]:
+    """The numeric human fields of STUDY's forms (of MODE's forms only, when given): the fields
+    an active handout's error can be measured on, and whose labels its draws weight."""
+    layout = form_registry.Layout(forms=tuple(study.forms or ()),
+                                  likert_scales=tuple(study.likert_scales or ()))
+    return {spec.name: spec for form in taskforms.enabled(layout.forms)
+            if mode is None or form.mode == mode
+            for spec in form.fields(layout) if spec.is_numeric}
 
 
 def study_handout_draws(*, study: Study) -> list[anchored_active.DrawRow]:

@@ -121,9 +121,10 @@ def world(db, tmp_path, author, media_root):
 
 def new_study(world, author, **options) -> Study:
     benchmark, submissions = world
-    return make_study(benchmark, author, forms=("likert",), submissions=submissions,
-                      include_reference=False, sample_size=DIALOGUES, overlap_k=1,
-                      tie_break_extra=False, **options)
+    return make_study(benchmark, author, submissions=submissions,
+                      **{"forms": ("likert",), "include_reference": False,
+                         "sample_size": DIALOGUES, "overlap_k": 1, "tie_break_extra": False,
+                         **options})
 
 
 @pytest.fixture
@@ -140,8 +141,9 @@ def label(assignment) -> None:
     item = assignment.item
     system = [name for _, name in SYSTEMS].index(item.system.name)
     dialogue = int(item.dialogue.external_id[1:])
-    data = {**full_answers(item_layout(item, item.study)),
-            "likert-naturalness": str(human(system, dialogue))}
+    data = full_answers(item_layout(item, item.study))
+    if item.mode == "response":
+        data["likert-naturalness"] = str(human(system, dialogue))
     assert annotation_submit(assignment=assignment, data=data, focused_ms=1000).errors == []
 
 
@@ -349,6 +351,24 @@ def test_the_report_weights_each_label_by_one_over_pi(client, study, annotator, 
     header, *rows = list(csv.reader(io.StringIO(block)))
     assert header == ["system", "unit_id", "wave", "pi", "label", "in_estimate"]
     assert len(rows) == len(labelled)
+
+
+def test_labels_of_items_the_policy_did_not_draw_from_keep_the_unweighted_report(world,
+                                                                                  author,
+                                                                                  annotator):
+    """A study of responses (Likert) and conversations (FACE), active on the turn-level metric:
+    the conversations are handed out as under uniform, so FACE's turn-level labels (the same
+    turn units) are reported with unweighted PPI++, the Likert ones with the weights."""
+    study = new_study(world, author, forms=("likert", "face"), handout=active(budget=16))
+    got = drain(study_member_add(study=study, user=annotator))
+    conversations = StudyItem.objects.filter(study=study, mode="conversation")
+    assert {a.item_id for a in got} >= set(conversations.values_list("pk", flat=True))
+    face = report_selectors.study_anchored(study=study, evaluator=JUDGE,
+                                           aspect="face.relevance", metric="quality")
+    assert face["policy"] == "uniform" and face["systems"][0]["ppi"]["method"] == "ppi_mean"
+    likert = report_selectors.study_anchored(study=study, evaluator=JUDGE, aspect=ASPECT,
+                                             metric="quality")
+    assert likert["policy"] == "active"
 
 
 def test_a_uniform_study_keeps_its_unweighted_report_and_export(client, study, annotator,
