@@ -238,6 +238,7 @@ def test_the_settings_page_names_the_field_at_fault(client, study, author, annot
     text = dashboard.content.decode()
     assert "Hand-out policy: active" in text and "Wave <strong>1 of 4</strong>" in text
     drawn = HandoutWave.objects.get(study=study).drawn
+    assert f"{drawn} / 32</span><span class=\"tile-label\">items drawn for labelling" in text
     assert f"<strong>{drawn}</strong> label{'s' if drawn != 1 else ''} left" in text
     assert 'id="handout-uncertain"' in text and "#label-plan-uncertain" in text
     client.force_login(annotator)
