@@ -11,7 +11,8 @@ from evaluation.access import benchmarks_for_user
 from evaluation.lib.formats.jsonl import unstorable
 from evaluation.models import Benchmark, Split, Submission
 
-from .models import Study
+from .models import HandoutPolicy, Study
+from .services.handout_policy import HandoutChoice
 
 
 def submissions_for_author(user):
@@ -22,7 +23,65 @@ def submissions_for_author(user):
     return turn.filter(Q(is_public=True) | Q(created_by=user) | Q(system__owner=user))
 
 
-class StudyCreateForm(forms.Form):
+class HandoutForm(forms.Form):
+    """How a study hands items out (statistics.md, "Label these next: active handout"); the
+    service (`handout_policy.handout_policy_set`) checks the choice against the study's items."""
+
+    handout_policy = forms.ChoiceField(
+        choices=HandoutPolicy.choices, initial=HandoutPolicy.UNIFORM, widget=forms.RadioSelect,
+        label="Hand items out", required=False, help_text="not given: uniform")
+    handout_evaluator = forms.CharField(
+        max_length=100, required=False, label="Evaluator (active)",
+        help_text="its finished runs' scores on the study's items drive the active handout")
+    handout_metric = forms.CharField(max_length=100, required=False, label="Its metric (active)",
+                                     help_text="turn level: response items; dialogue level: "
+                                               "conversation items")
+    handout_aspect = forms.CharField(
+        max_length=100, required=False, label="Human field (active)",
+        help_text="the numeric field the metric's error is measured on, e.g. likert.naturalness; "
+                  "empty: the only one there is")
+    handout_budget = forms.IntegerField(
+        min_value=1, max_value=1_000_000, required=False, label="Label budget (active)",
+        help_text="how many items the humans label, in expectation (each to its overlap k)")
+
+    REQUIRED_WHEN_ACTIVE = {
+        "handout_evaluator": "Name the evaluator whose scores drive the active handout.",
+        "handout_metric": "Name the metric of that evaluator that drives it.",
+        "handout_budget": "Give the label budget: how many items the humans should label.",
+    }
+
+    def clean(self):
+        data = super().clean()
+        if data.get("handout_policy") == HandoutPolicy.ACTIVE:
+            for name, message in self.REQUIRED_WHEN_ACTIVE.items():
+                if not data.get(name) and name not in self.errors:
+                    self.add_error(name, message)
+        return data
+
+    def handout_choice(self) -> HandoutChoice:
+        data = self.cleaned_data
+        if data.get("handout_policy") != HandoutPolicy.ACTIVE:
+            return HandoutChoice()
+        return HandoutChoice(policy=HandoutPolicy.ACTIVE,
+                             evaluator=data.get("handout_evaluator", "").strip(),
+                             metric=data.get("handout_metric", "").strip(),
+                             aspect=data.get("handout_aspect", "").strip(),
+                             budget=data.get("handout_budget"))
+
+    def add_service_errors(self, error) -> None:
+        """A ValidationError of the handout service (keyed policy, evaluator, …) on its fields;
+        any other on the form."""
+        if not hasattr(error, "error_dict"):
+            for message in error.messages:
+                self.add_error(None, message)
+            return
+        for key, messages in error.message_dict.items():
+            name = f"handout_{key}"
+            for message in messages:
+                self.add_error(name if name in self.fields else None, message)
+
+
+class StudyCreateForm(HandoutForm):
     title = forms.CharField(max_length=200)
     benchmark = forms.ModelChoiceField(queryset=Benchmark.objects.none(), to_field_name="slug")
     task_forms = forms.MultipleChoiceField(

@@ -22,6 +22,11 @@ def validation_interval_version() -> int:
     return interval_version(VALIDATION_INTERVAL)
 
 
+class HandoutPolicy(models.TextChoices):
+    UNIFORM = "uniform", "uniform: every item, in random order (the default)"
+    ACTIVE = "active", "active: a label budget, drawn where the evaluator is least trusted"
+
+
 class Study(models.Model):
     class Stratify(models.TextChoices):
         NONE = "", "no stratification (paired: every system on the same turns)"
@@ -55,6 +60,18 @@ class Study(models.Model):
         help_text="native (labelled here) or imported:<data set> (finished labels, no items)")
     is_public = models.BooleanField(
         default=False, help_text="its metric leaderboard is public (reports stay private)")
+    # How items are handed out (statistics.md, "Label these next: active handout"): uniform
+    # (every item to its overlap target) or active (a label budget drawn in waves with
+    # inclusion probabilities from the evaluator metric's predicted error; HandoutWave).
+    handout_policy = models.CharField(max_length=10, choices=HandoutPolicy.choices,
+                                      default=HandoutPolicy.UNIFORM)
+    handout_evaluator = models.CharField(max_length=100, blank=True,
+                                         help_text="active: the evaluator whose scores drive it")
+    handout_metric = models.CharField(max_length=100, blank=True)
+    handout_aspect = models.CharField(max_length=100, blank=True,
+                                      help_text="active: the human field its error is measured on")
+    handout_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="active: the expected number of items labelled")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -74,6 +91,13 @@ class Study(models.Model):
                                    name="study_timeout_positive"),
             models.CheckConstraint(condition=Q(source="native") | Q(source__startswith="imported:"),
                                    name="study_source_valid"),
+            models.CheckConstraint(condition=Q(handout_policy__in=["uniform", "active"]),
+                                   name="study_handout_policy_valid"),
+            models.CheckConstraint(
+                condition=Q(handout_policy="uniform") | (
+                    ~Q(handout_evaluator="") & ~Q(handout_metric="") & ~Q(handout_aspect="")
+                    & Q(handout_budget__gte=1)),
+                name="study_active_handout_is_complete"),
         ]
 
     def __str__(self) -> str:
@@ -86,6 +110,10 @@ class Study(models.Model):
     @property
     def is_imported(self) -> bool:
         return self.source.startswith("imported:")
+
+    @property
+    def is_active_handout(self) -> bool:
+        return self.handout_policy == HandoutPolicy.ACTIVE
 
 
 class StudyMember(models.Model):
@@ -258,6 +286,72 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.member} #{self.position}"
+
+
+class HandoutWave(models.Model):
+    """One wave of a study's active handout: a share of its pool (items of the metric's unit
+    type, split into waves at random per system), each item drawn with its own inclusion
+    probability (HandoutDraw). Wave 1 is uniform; later waves follow the predicted error of the
+    labels already in (statistics.md, "Label these next: active handout")."""
+
+    class Rule(models.TextChoices):
+        UNIFORM = "uniform"
+        ACTIVE = "active"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="handout_waves")
+    number = models.PositiveSmallIntegerField(help_text="1, 2, … in the order drawn")
+    of = models.PositiveSmallIntegerField(help_text="the number of waves planned")
+    rule = models.CharField(max_length=10, choices=Rule.choices)
+    evaluator = models.CharField(max_length=100)
+    metric = models.CharField(max_length=100)
+    aspect = models.CharField(max_length=100)
+    budget = models.FloatField(help_text="the expected labels of this wave (the sum of its π)")
+    units = models.PositiveIntegerField(help_text="items of the pool in this wave")
+    drawn = models.PositiveIntegerField(help_text="items drawn (handed out)")
+    labels_used = models.PositiveIntegerField(
+        default=0, help_text="labelled pool items the error model was fitted on")
+    seed = models.BigIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="handoutwave_once"),
+            models.CheckConstraint(condition=Q(number__gte=1) & Q(number__lte=F("of")),
+                                   name="handoutwave_number_in_plan"),
+            models.CheckConstraint(condition=Q(rule__in=["uniform", "active"]),
+                                   name="handoutwave_rule_valid"),
+            models.CheckConstraint(condition=Q(drawn__lte=F("units")),
+                                   name="handoutwave_drawn_at_most_units"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id} wave {self.number} of {self.of} ({self.rule})"
+
+
+class HandoutDraw(models.Model):
+    """An item of an active study's pool in its wave: its inclusion probability π and whether it
+    was drawn (Poisson sampling: drawn with probability π, independently). Only drawn items are
+    handed out; the report weights their labels by 1/π."""
+
+    wave = models.ForeignKey(HandoutWave, on_delete=models.CASCADE, related_name="draws")
+    item = models.OneToOneField(StudyItem, on_delete=models.CASCADE, related_name="handout_draw")
+    pi = models.FloatField(help_text="the inclusion probability")
+    drawn = models.BooleanField()
+    score = models.FloatField(null=True, blank=True,
+                              help_text="the evaluator's score that drove π (none: unscored)")
+    predicted_error = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["wave", "item"]
+        constraints = [
+            models.CheckConstraint(condition=Q(pi__gt=0) & Q(pi__lte=1),
+                                   name="handoutdraw_pi_in_0_1"),
+        ]
+        indexes = [models.Index(fields=["wave", "drawn"])]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id}: π = {self.pi:.3f}{' drawn' if self.drawn else ''}"
 
 
 def _in_range(path: str, low: int, high: int) -> Q:

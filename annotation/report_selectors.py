@@ -21,7 +21,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotation.lib import anchored, label_plan, reports
+from annotation.lib import anchored, anchored_active, form_registry, label_plan, reports, taskforms
 from annotation.lib.labels import (
     REFERENCE,
     FieldSpec,
@@ -38,7 +38,16 @@ from evaluation.lib.stats.methods import interval_versions_key
 from evaluation.models import Dialogue, Job, Run, UnitScore
 from evaluation.selectors.judge_probes import judge_models
 
-from .models import Annotation, ImportedField, ImportedLabel, Study, StudyItem, StudyMember
+from .models import (
+    Annotation,
+    HandoutDraw,
+    HandoutWave,
+    ImportedField,
+    ImportedLabel,
+    Study,
+    StudyItem,
+    StudyMember,
+)
 from .selectors import gold_accuracy
 
 REPORT_CACHE_SECONDS = 3600
@@ -342,7 +351,10 @@ def _fingerprint(study: Study, *, runs: bool) -> str:
     excluded = list(study.members.filter(excluded=True).values_list("pk", flat=True))
     # The methods' versions: a report cached before a statistical method changed is not served.
     parts = [concord_version(), interval_versions_key(), study.pk, study.created_at,
-             study.source, labels["n"], labels["last"], excluded]
+             study.source, labels["n"], labels["last"], excluded, study.handout_policy,
+             study.handout_evaluator, study.handout_metric, study.handout_budget]
+    if study.is_active_handout:  # a new wave's draws
+        parts.append(HandoutWave.objects.filter(study=study).count())
     if runs:  # a run finishing (again), a new run, a submission published or withdrawn
         succeeded = Q(job__status=Job.Status.SUCCEEDED)
         parts.append(Run.objects.filter(submission__benchmark=study.benchmark).aggregate(
@@ -541,13 +553,64 @@ def study_anchored(*, study: Study, evaluator: str, aspect: str, metric: str,
         if score is None:
             raise ValueError(f"{evaluator} has no metric {metric!r}")
         named = metric in anchored.named_metrics(_metric_names(study, evaluator), table, aspect)
-        report = anchored.build_anchored(table, score, aspect, seed=seed,
-                                         labelled_fraction=labelled_fraction,
-                                         matched_by_name=named)
-        plan = label_plan.build_label_plan(table, score, aspect, report)
+        draws = (study_handout_draws(study=study)
+                 if study.is_active_handout and labelled_fraction is None else [])
+        if draws and _unit_type(draws) == score.unit_type and aspect in study_aspect_fields(
+                study, POOL_MODES[score.unit_type]):  # labels of items drawn by the policy
+            report = anchored_active.build_active_anchored(table, score, aspect, draws,
+                                                           matched_by_name=named)
+        else:
+            report = anchored.build_anchored(table, score, aspect, seed=seed,
+                                             labelled_fraction=labelled_fraction,
+                                             matched_by_name=named)
+            report["policy"] = "uniform"
+        plan = {**label_plan.build_label_plan(table, score, aspect, report),
+                "study_policy": study_handout_summary(study=study)}
         return {**report, "label_plan": plan, "study": study_snapshot(study=study, table=table)}
     return _cached(study, "anchored", (evaluator, aspect, metric, labelled_fraction, seed,
                                        include_private), build, runs=True)
+
+
+POOL_MODES = {"turn": StudyItem.Mode.RESPONSE, "dialogue": StudyItem.Mode.CONVERSATION}
+
+
+def study_aspect_fields(study: Study, mode: str | None = None) -> dict[str, FieldSpec]:
+    """The numeric human fields of STUDY's forms (of MODE's forms only, when given): the fields
+    an active handout's error can be measured on, and whose labels its draws weight."""
+    layout = form_registry.Layout(forms=tuple(study.forms or ()),
+                                  likert_scales=tuple(study.likert_scales or ()))
+    return {spec.name: spec for form in taskforms.enabled(layout.forms)
+            if mode is None or form.mode == mode
+            for spec in form.fields(layout) if spec.is_numeric}
+
+
+def study_handout_draws(*, study: Study) -> list[anchored_active.DrawRow]:
+    """Every pool item of an active study's drawn waves: its unit, wave, π and whether it was
+    drawn (annotation.services.handout_policy)."""
+    rows = (HandoutDraw.objects.filter(wave__study=study)
+            .values_list("item__system__name", "item__mode", "item__dialogue__external_id",
+                         "item__turn_index", "wave__number", "pi", "drawn"))
+    return [anchored_active.DrawRow(system or REFERENCE, dialogue if mode == "conversation"
+                                    else f"{dialogue}#{turn}", wave, pi, drawn,
+                                    "dialogue" if mode == "conversation" else "turn")
+            for system, mode, dialogue, turn, wave, pi, drawn in rows]
+
+
+def _unit_type(draws: list[anchored_active.DrawRow]) -> str:
+    return draws[0].unit_type
+
+
+def study_handout_summary(*, study: Study) -> dict:
+    """How STUDY hands items out, in words for the report's "Label these next"."""
+    if not study.is_active_handout:
+        return {"policy": "uniform", "text": "uniform: every item to its overlap target, in "
+                                             "each annotator's random order"}
+    return {"policy": "active", "evaluator": study.handout_evaluator,
+            "metric": study.handout_metric, "aspect": study.handout_aspect,
+            "budget": study.handout_budget,
+            "text": f"active: a budget of {study.handout_budget} items drawn in waves with "
+                    f"probabilities from {study.handout_evaluator} · {study.handout_metric}'s "
+                    f"predicted error on {study.handout_aspect}"}
 
 
 def study_anchored_pairs(*, study: Study, evaluator: str) -> list[tuple[str, str]]:

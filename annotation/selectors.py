@@ -22,7 +22,7 @@ from evaluation.lib.highlight import span_segments
 from evaluation.lib.metrics.quotes import extract_quotes
 from evaluation.models import DialogueItem, Item, Review
 
-from .models import Annotation, Assignment, Study, StudyItem, StudyMember
+from .models import Annotation, Assignment, HandoutDraw, Study, StudyItem, StudyMember
 
 # --- the item page -------------------------------------------------------------------------
 
@@ -512,6 +512,11 @@ def study_export_rows(*, study: Study, progress=None) -> Iterator[dict]:
                    .order_by("item__position", "annotator__username"))
     total = annotations.count()
     quotes_cache: dict = {}
+    # an active study's items carry their handout wave and inclusion probability π (the
+    # report weights their labels by 1/π); a uniform study's export has no such columns
+    draws = {item: (wave, pi) for item, wave, pi in HandoutDraw.objects.filter(
+        wave__study=study).values_list("item_id", "wave__number", "pi")} \
+        if study.is_active_handout else None
     for done, annotation in enumerate(annotations.iterator(chunk_size=500), 1):
         item, member = annotation.item, members.get(annotation.annotator_id)
         matched, checked = gold.get(annotation.annotator_id, (0, 0))
@@ -538,6 +543,9 @@ def study_export_rows(*, study: Study, progress=None) -> Iterator[dict]:
             "time_spent_ms": annotation.time_spent_ms,
             "revisions": annotation.revision_count,
         }
+        if draws is not None:
+            wave, pi = draws.get(item.pk, ("", ""))
+            base.update(handout_wave=wave, inclusion_probability=pi)
         for name, value in taskforms.flatten(annotation.values):
             yield {**base, "field": name, "value": _safe_cell(value),
                    "detail": _safe_cell(taskforms.export_detail(

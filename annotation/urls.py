@@ -3,7 +3,7 @@ item or system id."""
 
 from django.urls import path
 
-from . import views
+from . import views, views_handout
 
 app_name = "annotation"
 
@@ -19,6 +19,7 @@ urlpatterns = [
     path("<slug:slug>/items/<int:position>/draft/", views.item_draft, name="item_draft"),
     path("<slug:slug>/items/<int:position>/submit/", views.item_submit, name="item_submit"),
     path("<slug:slug>/dashboard/", views.study_dashboard, name="study_dashboard"),
+    path("<slug:slug>/handout/", views_handout.study_handout, name="study_handout"),
     path("<slug:slug>/members/", views.study_member_add, name="study_member_add"),
     path("<slug:slug>/members/<int:member_id>/exclude/", views.study_member_exclude,
          name="study_member_exclude"),

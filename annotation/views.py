@@ -18,7 +18,13 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import arena_studies, face_selectors, report_selectors, selectors
+from annotation import (
+    arena_studies,
+    face_selectors,
+    handout_selectors,
+    report_selectors,
+    selectors,
+)
 from annotation.lib import exports, label_plan, reports
 from annotation.lib.rendering import render_markdown
 from annotation.lib.report_plan import report_plan
@@ -84,10 +90,10 @@ def study_create(request):
                 gold_pass_threshold=data["gold_pass_threshold"],
                 seconds_per_item=data["seconds_per_item"],
                 tie_break_extra=data["tie_break_extra"],
-                assignment_timeout_minutes=data["assignment_timeout_minutes"])
+                assignment_timeout_minutes=data["assignment_timeout_minutes"],
+                handout=form.handout_choice())
         except ValidationError as exc:
-            for message in exc.messages:
-                form.add_error(None, message)
+            form.add_service_errors(exc)
         else:
             messages.success(request, f"Study created with {study.items.count()} items.")
             return redirect("annotation:study_dashboard", slug=study.slug)
@@ -273,6 +279,7 @@ def study_dashboard(request, slug):
     study = get_study_for_user(request.user, slug, write=True)
     context = {
         "study": study, **selectors.study_dashboard(study=study),
+        "handout": handout_selectors.handout_status(study=study),
         "invite_url": request.build_absolute_uri(
             reverse("annotation:study_join", kwargs={"token": study.invite_token})),
         "exports": Job.objects.filter(kind=Job.Kind.STUDY_EXPORT, params__study=study.pk)
@@ -384,10 +391,11 @@ def _anchored_section(study, evaluator: str, aspect: str, metric: str, *,
         return None
     report = report_selectors.study_anchored(study=study, evaluator=evaluator, aspect=aspect,
                                              metric=metric, include_private=include_private)
-    systems, differences = exports.anchored_tables(report)
+    systems, differences, *draws = exports.anchored_tables(report)
+    short = report.get("estimator_short", "PPI++")
     rows = [(f"{row['display']} · {name}", part["mean"], part["ci"][0], part["ci"][1], filled)
             for row in report["systems"] if row["ppi"]["mean"] is not None
-            for name, part, filled in (("PPI++", row["ppi"], True),
+            for name, part, filled in ((short, row["ppi"], True),
                                        ("human", row["human_only"], False))]
     centre = sum(r[1] for r in rows) / len(rows) if rows else 0.0
     forest = charts.forest([(label, value - centre, None if low is None else low - centre,
@@ -397,6 +405,7 @@ def _anchored_section(study, evaluator: str, aspect: str, metric: str, *,
     plan = {**report["label_plan"], "chart": label_plan.plan_chart(report["label_plan"])}
     return {"report": report, "systems": exports.display_table(systems),
             "differences": exports.display_table(differences), "forest": forest, "plan": plan,
+            "draws": exports.display_table(draws[0]) if draws else None,
             "query": urlencode({"evaluator": evaluator, "aspect": aspect, "metric": metric})}
 
 
@@ -609,10 +618,12 @@ def metric_board_anchored(request, slug):
     except ValueError as exc:
         raise Http404(str(exc)) from None
     manages = can_manage_study(request.user, study)
+    section = _anchored_section(study, evaluator, aspect, metric, include_private=manages)
+    if not manages and section:  # an active study's items and their labels: the author's
+        section["draws"] = None
     return render(request, "annotation/metric_board_anchored.html", {
         "study": study, "can_manage": manages, "formats": exports.FORMATS,
-        "anchored": _anchored_section(study, evaluator, aspect, metric,
-                                      include_private=manages)})
+        "anchored": section})
 
 
 @require_GET

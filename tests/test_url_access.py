@@ -81,6 +81,9 @@ ACCESS.update({
     # an incomplete submit: 303 to the item page that explains it (post/redirect/get)
     "annotation:item_submit": [({**_S, "position": 1}, "post", {**_OWN_ITEM, "annotator": 303})],
     "annotation:study_dashboard": [(_S, "get", _AUTHORS)],
+    # the hand-out settings: the author's (an empty POST is refused with the form's errors)
+    "annotation:study_handout": [(_S, "get", _AUTHORS),
+                                 (_S, "post", {**_AUTHORS, "author": 400, "staff": 400})],
     "annotation:study_member_add": [(_S, "post", {**_AUTHORS, "author": 302, "staff": 302})],
     "annotation:study_member_exclude": [({**_S, "member_id": 999999}, "post",
                                          {**_AUTHORS, "author": 404, "staff": 404})],

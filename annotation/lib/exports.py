@@ -335,12 +335,17 @@ def metric_board_table(board: Mapping) -> Table:
 
 def anchored_tables(report: Mapping) -> list[Table]:
     """The human-anchored report (annotation/lib/anchored.py): per system the PPI++, human-only
-    and evaluator-only means with 95% CIs, then every pairwise PPI++ difference."""
+    and evaluator-only means with 95% CIs, then every pairwise PPI++ difference. A study handed
+    out by the active policy (annotation/lib/anchored_active.py) names its estimator instead of
+    PPI++ and adds a table of its labelled items with their wave and inclusion probability π."""
     title = f"{report['evaluator']} · {report['metric']} anchored on the human {report['aspect']}"
-    systems = Table("anchored_systems", f"{title}: PPI++ per system (95% CIs clustered by "
+    short = report.get("estimator_short", "PPI++")
+    method = report.get("estimator", "PPI++")
+    human = "Human only (Horvitz–Thompson)" if report.get("policy") == "active" else "Human only"
+    systems = Table("anchored_systems", f"{title}: {method} per system (95% CIs clustered by "
                     "dialogue; ranks Holm-corrected)",
-                    [("rank", "Rank"), ("system", "System"), ("value", "PPI++"),
-                     ("ci_low", "CI low"), ("ci_high", "CI high"), ("human", "Human only"),
+                    [("rank", "Rank"), ("system", "System"), ("value", short),
+                     ("ci_low", "CI low"), ("ci_high", "CI high"), ("human", human),
                      ("human_ci_low", "Human CI low"), ("human_ci_high", "Human CI high"),
                      ("evaluator", "Evaluator only"), ("evaluator_ci_low", "Evaluator CI low"),
                      ("evaluator_ci_high", "Evaluator CI high"), ("lambda", "Lambda"),
@@ -359,14 +364,24 @@ def anchored_tables(report: Mapping) -> list[Table]:
             "effective_labels": row["effective_labels"], "n_labelled": row["n_labelled"],
             "n_unlabelled": row["n_unlabelled"]})
     names = {row["system"]: row["display"] for row in report.get("systems", [])}
-    differences = Table("anchored_differences", f"{title}: PPI++ differences A − B (95% CI)",
+    differences = Table("anchored_differences", f"{title}: {method} differences A − B (95% CI)",
                         [("a", "A"), ("b", "B"), ("value", "Difference"), ("ci_low", "CI low"),
                          ("ci_high", "CI high"), ("p_value", "p"), ("note", "Note")])
     for row in report.get("differences", []):
         differences.rows.append({"a": names.get(row["a"], row["a"]),
                                  "b": names.get(row["b"], row["b"]), **_estimate_cells(row),
                                  "p_value": (row.get("params") or {}).get("p_value")})
-    return [systems, differences]
+    tables = [systems, differences]
+    if report.get("policy") == "active":
+        draws = Table("anchored_draws", f"{title}: the items drawn for the humans, each with its "
+                      "handout wave and inclusion probability π (its label is weighted by 1/π)",
+                      [("system", "System"), ("unit_id", "Unit"), ("wave", "Wave"),
+                       ("pi", "π"), ("label", "Human mean"), ("in_estimate", "In the estimate")])
+        draws.rows = [{**{key: row[key] for key in ("system", "unit_id", "wave", "pi", "label")},
+                       "in_estimate": "yes" if row["in_estimate"] else "no"}
+                      for row in report.get("draws", []) if row["drawn"]]
+        tables.append(draws)
+    return tables
 
 
 # --- rendering ----------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ whether a form is complete) live in `annotation.lib` (`sampling`, `blinding`, `h
 - ``studies``: study creation (sampling, blinding letters, item snapshots) and its instructions.
 - ``members``: joining a study, adding and excluding annotators.
 - ``handout``: which item an annotator gets next, and releasing abandoned ones.
+- ``handout_policy``: how a study hands items out (uniform or active), the active policy's
+  waves and their inclusion probabilities.
 - ``annotations``: drafts (autosave) and submitted annotations.
 - ``study_exports``: the long-format CSV and the paper bundle.
 - ``demo``: the demo study.

@@ -21,6 +21,7 @@ from ..models import (
     StudyItem,
     StudyMember,
 )
+from . import handout_policy
 
 
 def assignments_release_stale(*, study: Study, now=None) -> int:
@@ -59,7 +60,9 @@ def assignment_next(*, member: StudyMember, now=None) -> Assignment | None:
     """Hand the annotator their next item (or give back their unfinished one); None when done.
 
     Hand-outs of one study are serialized by a lock on the study row, so two annotators asking
-    at the same moment never both take the last open slot of an item.
+    at the same moment never both take the last open slot of an item. Under the active policy
+    only the items drawn so far are handed out, and the next wave is drawn (under the same lock)
+    once every item of the last one has its labels.
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -75,6 +78,10 @@ def assignment_next(*, member: StudyMember, now=None) -> Assignment | None:
         done = {a.item_id for a in mine if a.status != Assignment.Status.RELEASED} | {
             a.item_id for a in open_}
         candidates = _candidates(study, member)
+        if study.is_active_handout:  # only the items drawn so far (handout_policy)
+            withheld = handout_policy.active_exclusions(
+                study=study, labels={c.item_id: c.labels for c in candidates}, now=now)
+            candidates = [c for c in candidates if c.item_id not in withheld]
         kinds = [a.item.kind for a in mine if a.status == Assignment.Status.SUBMITTED]
         decision = handout.choose_next(
             resume=[a.item_id for a in open_], candidates=candidates, done=done,

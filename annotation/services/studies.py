@@ -24,9 +24,11 @@ from evaluation.models import (
 
 from ..models import (
     BlindingEntry,
+    HandoutPolicy,
     Study,
     StudyItem,
 )
+from .handout_policy import HandoutChoice, handout_policy_set
 from .sources import REFERENCE, Source, reference_source, submission_source
 
 
@@ -88,8 +90,11 @@ def study_create(*, benchmark: Benchmark, author, title: str, spec: StudySpec,
                  instructions: str = "", likert_scales: list | None = None, overlap_k: int = 3,
                  gold_rate: float = 0.1, gold_pass_threshold: float = 0.7,
                  seconds_per_item: int = 90, tie_break_extra: bool = True,
-                 assignment_timeout_minutes: int = 30, slug: str | None = None) -> Study:
-    """Sample the dialogues, draw the blinding letters and snapshot every item, atomically."""
+                 assignment_timeout_minutes: int = 30, slug: str | None = None,
+                 handout: HandoutChoice | None = None) -> Study:
+    """Sample the dialogues, draw the blinding letters and snapshot every item, atomically;
+    with an active HANDOUT, check it against the items and draw its first wave (a bad choice
+    raises ValidationError keyed by field and stores nothing)."""
     likert_scales = list(likert_scales or taskforms.DEFAULT_LIKERT_SCALES)
     submissions = _validate_spec(benchmark=benchmark, spec=spec, likert_scales=likert_scales)
     sources = ([reference_source(benchmark)] if spec.include_reference else [])
@@ -125,6 +130,8 @@ def study_create(*, benchmark: Benchmark, author, title: str, spec: StudySpec,
         "items": builder.counts(),
     }
     study.save(update_fields=["config"])
+    if handout is not None and handout.policy != HandoutPolicy.UNIFORM:
+        study = handout_policy_set(study=study, choice=handout)
     return study
 
 

@@ -65,7 +65,7 @@ def test_author_pages(page, live_server, tiny_benchmark, author, annotator, rese
     log_in(page, live_server, author)
     check_pages(page, ["/studies/", "/studies/new/", f"/studies/{study.slug}/",
                        f"/studies/{study.slug}/dashboard/", f"/studies/{study.slug}/report/",
-                       "/studies/metric-leaderboards/",
+                       f"/studies/{study.slug}/handout/", "/studies/metric-leaderboards/",
                        f"/studies/{study.slug}/metric-leaderboard/"])
 
 

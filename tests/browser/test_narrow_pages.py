@@ -38,6 +38,7 @@ def test_no_page_scrolls_sideways_at_390_px(page, live_server, tiny_benchmark, a
     page.set_viewport_size(PHONE)
     wide = []
     for path in [f"/studies/{study.slug}/dashboard/", "/studies/new/",
+                 f"/studies/{study.slug}/handout/",
                  f"/arenas/{arena.slug}/ratings/", f"/arenas/{arena.slug}/ratings/?method=bt",
                  f"/studies/{face.slug}/face/", f"/studies/{study.slug}/report/",
                  f"/studies/{study.slug}/metric-leaderboard/", f"/studies/{study.slug}/",

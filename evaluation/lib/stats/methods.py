@@ -267,6 +267,34 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
         "step-down procedure over all pairs (family-wise error at most 5%); systems that "
         "cannot be told apart share a rank."
     ),
+    "active_ipw_mean": (
+        "Human-anchored mean of a study that hands items out by the active policy (active "
+        "inference, Zrnic & Candès 2024, IPW): θ = (1/n) Σ [λ f_i + (Y_i − λ f_i) ξ_i / π_i] "
+        "over the study's items in the handout waves whose drawn items are all labelled, ξ_i = 1 "
+        "for an item drawn for the humans with inclusion probability π_i (wave 1 uniform, later "
+        "waves π ∝ the evaluator's predicted error, each item considered in one wave). The "
+        "inverse-probability weight 1/π keeps it unbiased for the human mean for any λ; λ is "
+        "power-tuned in [0, 1]. The 95% interval is θ ± z × SE, SE the dialogue-clustered "
+        "sandwich of the summands (the paper's sequential form: the waves' summands are "
+        "martingale differences)."
+    ),
+    "active_ipw_human_only_mean": (
+        "The Horvitz–Thompson mean of the human labels of an active study's drawn items, each "
+        "weighted by 1/π (the active-inference mean at λ = 0: no evaluator), with the "
+        "dialogue-clustered sandwich interval θ ± z × SE."
+    ),
+    "active_ipw_difference": (
+        "Difference of two systems' active-inference (IPW) means with a normal interval and "
+        "two-sided p-value, SE the dialogue-clustered sandwich of both systems' influence values "
+        "(each dialogue's summands of both systems together: systems judged on the same "
+        "dialogues are correlated)."
+    ),
+    "active_ipw_holm_tie_aware_rank": (
+        "Human-anchored ranking of an active study: a system's rank is 1 + the number of systems "
+        "whose active-inference (IPW) mean is significantly better, each pair tested with the "
+        "IPW difference (dialogue-clustered sandwich SE) and Holm's step-down procedure over "
+        "all pairs; the interval shown is the system's own (θ ± z × SE)."
+    ),
 }
 
 
@@ -286,6 +314,7 @@ INTERVAL_PHRASES: dict[str, str] = {
     "dirichlet_multinomial_test_inversion_mid_p": "test-inversion",
     "percentile_bootstrap": "percentile bootstrap",
     "randomisation_over_dialogues": "randomisation test over dialogues",
+    "clustered_sandwich_normal": "sandwich",  # active inference (stats/active_handout.py)
 }
 
 
