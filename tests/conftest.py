@@ -138,7 +138,7 @@ SLOW_FIRST = (
     "tests/leaderboard/test_api_schemathesis.py",
     "tests/browser/test_report_pages.py",
     "tests/evaluation/arena/test_on_sqlite.py",
-    "tests/annotation/test_active_handout.py",  # its tests again on SQLite: about a minute
+    "tests/annotation/test_active_handout.py",  # its hand-out tests again on SQLite
     "tests/evaluation/test_run_workers.py",
     "tests/test_reads_never_write.py",
     "tests/annotation/test_bench_annotation.py",
