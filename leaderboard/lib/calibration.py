@@ -33,7 +33,10 @@ called significant:
   simulated judges correlated 0, 0.3, 0.6 and 0.9 with the humans, unbiased or biased; with
   each coverage the mean and the largest ratio of the PPI++ to the human-only interval width;
 - ``validity_tau`` and ``validity_spearman``: a simulated board's rank agreement with the arena
-  (``simulator_validity``) against its population value (``calibration_validity``).
+  (``simulator_validity``) against its population value (``calibration_validity``);
+- ``active_*``: the labels active handout saves for the width uniform reaches with 300 labels,
+  per judge design at ρ ≈ 0.6 (two of them report their own uncertainty), both policies'
+  coverage, an oracle and the designs' bounds (``calibration_active``), once per run.
 
 Design: each dialogue has 2–8 turns (uniform), a dialogue effect and turn noise of equal variance
 (intra-dialogue correlation 0.5); binary turns draw a dialogue success rate from Beta(3, 7)

@@ -11,14 +11,14 @@ unbiased for the humans' mean over the pool for every fixed λ and every π > 0 
 the inverse-probability weight keeps the estimate honest however the units were chosen. The
 prediction may carry an intercept, λ f_i + c (unbiased for every fixed c as well): under Poisson
 sampling the number of labels is random, so without it a judge on another scale than the humans
-(FACE's 0–4 against a 1–5 Likert question) adds the squared mean gap E(Y − λf)² to every
+(FACE's 0–4 against a 1–5 Likert question) adds the squared mean gap (E[Y − λf])² to every
 summand's variance; with c tuned only the residual's spread is left (the regression estimator of
-survey sampling). Uniform
-handout is π_i = m/n (then θ̂ is PPI with Poisson sampling); the active policy spends the same
-expected number of labels m = Σ π_i where the evaluator is least trusted: π_i ∝ ê_i, the
-predicted |Y − λf| of unit i, which minimises Σ ê_i² (1/π_i − 1), the variance the sampling adds
-(their Proposition: π ∝ sqrt(E[(Y − λf)² | X])). π is mixed with the uniform rule (share
-UNIFORM_MIX) so that no unit's weight explodes when ê is badly predicted, and capped at 1.
+survey sampling). Uniform handout is π_i = m/n (then θ̂ is PPI with Poisson sampling); the active
+policy spends the same expected number of labels m = Σ π_i where the evaluator is least
+trusted: π_i ∝ ê_i, the predicted |Y − λf − c| of unit i, which minimises Σ ê_i² (1/π_i − 1),
+the variance the sampling adds (their Proposition: π ∝ sqrt(E[(Y − λf)² | X])). π is mixed
+with the uniform rule (share UNIFORM_MIX) so that no unit's weight explodes when ê is badly
+predicted, and capped at 1.
 
 λ and c are power-tuned (the minimisers of the summands' sample variance, Z_i(λ, c) = Y_i w_i +
 (λ f_i + c)(1 − w_i), w_i = ξ_i/π_i: a least-squares fit), λ clipped to [0, 1]; the interval is
