@@ -212,7 +212,8 @@ def study_evaluators(*, study: Study) -> list[str]:
 
 def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = True,
                          unit_type: str | None = None, metric_names=None,
-                         units: set[str] | None = None) -> dict[str, list[reports.ScoreSet]]:
+                         units: set[str] | None = None, with_uncertainty: bool = False
+                         ) -> dict[str, list[reports.ScoreSet]]:
     """evaluator -> one ScoreSet per metric, keyed (system, unit id) like the label table.
 
     Dialogue-level scores of a `log` run are keyed by the dialogue the log names (its
@@ -226,7 +227,9 @@ def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = 
     what a comparison with human labels can use. Every (evaluator, metric, unit type) is still
     listed, with no values where none of its units is among them, so the result equals the
     full read restricted to UNITS. Values are read in primary-key order (the order a join
-    keeps, which seeds the sample-efficiency draws), with or without UNITS.
+    keeps, which seeds the sample-efficiency draws), with or without UNITS. WITH_UNCERTAINTY
+    also reads the judge's own uncertainty per unit where it stored one
+    (`detail["uncertainty"]["sd"]`, FACE's; the label plan's error predictor).
     """
     reference = reference_system_name(benchmark)
     runs = {run.pk: run for run in _latest_runs(benchmark, include_private=include_private,
@@ -247,19 +250,23 @@ def evaluator_score_sets(*, benchmark, evaluators=None, include_private: bool = 
         scores = scores.filter(Q(unit_id__in=units) | Q(unit_type="dialogue",
                                                           dialogue_id__in=units)
                                | Q(run_id__in=[pk for pk in runs if trained[pk]]))
-    rows = (scores.order_by("pk")
-            .values_list("run_id", "metric", "unit_type", "unit_id", "dialogue_id", "value")
-            .iterator(chunk_size=10000))
+    columns = ["run_id", "metric", "unit_type", "unit_id", "dialogue_id", "value"]
+    if with_uncertainty:
+        columns.append("detail__uncertainty__sd")
+    rows = scores.order_by("pk").values_list(*columns).iterator(chunk_size=10000)
     systems = {pk: REFERENCE if run.submission.system.name == reference
                else run.submission.system.name for pk, run in runs.items()}
-    for run_id, metric, unit_type, unit_id, dialogue_id, value in rows:
+    for run_id, metric, unit_type, unit_id, dialogue_id, value, *sd in rows:
         run = runs[run_id]
         if unit_type == "dialogue" and dialogue_id:
             unit_id = dialogue_id  # a log's scores belong to the dialogue it names
         system = systems[run_id]
         name = f"{run.evaluator}{TRAINED_SUFFIX}" if dialogue_id in trained[run_id] else \
             run.evaluator
-        _score_set(sets, name, metric, unit_type).values[(system, unit_id)] = value
+        score = _score_set(sets, name, metric, unit_type)
+        score.values[(system, unit_id)] = value
+        if sd and isinstance(sd[0], int | float) and not isinstance(sd[0], bool):
+            score.uncertainty[(system, unit_id)] = float(sd[0])
     grouped: dict[str, list[reports.ScoreSet]] = defaultdict(list)
     for (evaluator, _, _), score in sorted(sets.items()):
         grouped[evaluator].append(score)
@@ -513,10 +520,11 @@ def _judge_flags(study: Study, board: dict, include_private: bool) -> None:
 
 def _metric_scores(study: Study, evaluator: str, unit_type: str,
                    include_private: bool = True) -> list[reports.ScoreSet]:
-    """EVALUATOR's score sets of UNIT_TYPE on every unit it scored (labelled or not)."""
+    """EVALUATOR's score sets of UNIT_TYPE on every unit it scored (labelled or not), with the
+    judge's own uncertainty where it stored one."""
     return evaluator_score_sets(benchmark=study.benchmark, evaluators=[evaluator],
-                                unit_type=unit_type,
-                                include_private=include_private).get(evaluator, [])
+                                unit_type=unit_type, include_private=include_private,
+                                with_uncertainty=True).get(evaluator, [])
 
 
 def _metric_names(study: Study, evaluator: str) -> list[reports.ScoreSet]:

@@ -3,7 +3,9 @@ these next: active handout").
 
 For one evaluator metric and one human aspect, per system: the pool is every unit the evaluator
 scored, the labels are the human means already in; the evaluator's predicted error per unit
-(`active.predicted_error`, fitted on those labels) gives the projected 95 % interval width of the
+(`active.error_model`, fitted on those labels: from the judge's own uncertainty where it stored
+one on the units, FACE's, else per quintile of its scores; the plan names the predictor each
+system used) gives the projected 95 % interval width of the
 system's human mean at each label budget, for uniform handout and for the active policy
 (`active.width_curve`; a study's budget split over systems in proportion to their pools). The
 chart shows the mean over systems against the total number of labels. "Where the ranking is still
@@ -45,10 +47,14 @@ def build_label_plan(table: LabelTable, score: ScoreSet, aspect: str,
         f = np.array([score.values[k] for k in keys], dtype=float)
         labelled = [i for i, k in enumerate(keys) if k in human]
         y = np.array([human[keys[i]] for i in labelled], dtype=float)
-        error = active.predicted_error(f, labelled, y)
+        reported = [score.uncertainty.get(k) for k in keys]
+        model = active.error_model(f, labelled, y, uncertainty=reported
+                                   if any(u is not None for u in reported) else None)
         spread = float(np.std(y, ddof=1)) if len(y) > 1 else 0.0
         systems.append({"system": system, "display": system_display(system), "pool": len(keys),
-                        "labelled": len(labelled), "error": error, "spread": spread})
+                        "labelled": len(labelled), "error": model.error, "spread": spread,
+                        "predictor": model.predictor,
+                        "with_uncertainty": sum(u is not None for u in reported)})
     pool = sum(s["pool"] for s in systems)
     labelled = sum(s["labelled"] for s in systems)
     rows = []
@@ -70,8 +76,12 @@ def build_label_plan(table: LabelTable, score: ScoreSet, aspect: str,
                           "difference": row["value"], "ci_low": row["ci_low"],
                           "ci_high": row["ci_high"], "p_value": p_value})
     uncertain.sort(key=lambda r: abs(r["difference"]))
+    used = sorted({s["predictor"] for s in systems}, key=list(active.PREDICTORS).index)
     return {"evaluator": score.evaluator, "metric": score.metric, "aspect": aspect,
             "labelled": labelled, "pool": pool, "rows": rows,
+            "predictors": [{"key": key, "description": active.PREDICTORS[key],
+                            "systems": sum(s["predictor"] == key for s in systems)}
+                           for key in used],
             "uncertain": uncertain,
             "systems": [{k: v for k, v in s.items() if k != "error"} for s in systems]}
 

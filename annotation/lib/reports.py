@@ -265,6 +265,9 @@ class ScoreSet:
     metric: str
     unit_type: str
     values: dict[UnitKey, float] = field(default_factory=dict)
+    # the judge's own uncertainty per unit where it reports one (UnitScore.detail
+    # ["uncertainty"]["sd"], e.g. FACE's grade distributions), read only for the label plan
+    uncertainty: dict[UnitKey, float] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

@@ -223,6 +223,10 @@ def _face_log(ctx: RunContext, log: ConversationLog, aspects: Sequence[str],
                       "instruction_means": face_engine.instruction_means(
                           {k: result.particles[k] for k in keys}, len(texts)),
                       "flagged": sum(1 for s in scores if s.flagged)}
+            uncertainty = face_engine.unit_uncertainty({k: result.particles[k] for k in keys},
+                                                       len(texts))
+            if value is not None and uncertainty is not None:
+                detail["uncertainty"] = uncertainty
             failure = None
             if value is None:
                 failure = ("no particles" if not keys else

@@ -165,6 +165,13 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     # STRICT instructions put 0.8 on the quality and 0.1 on each other grade (Eq. 1).
     expected = {0: 0.3, 1: 1.0, 2: 1.7}[quality]
     assert score.value == pytest.approx(expected)
+    # Its uncertainty: the sd of the grade distribution (0.8 on the quality, 0.1 on each other
+    # grade; both instructions alike, so the mixture is that distribution): variance 0.41 at
+    # q = 0 or 2 (E g² − mean² = 0.5 − 0.09, 3.3 − 2.89), 0.2 at q = 1.
+    uncertainty = score.detail["uncertainty"]
+    assert uncertainty["sd"] == pytest.approx(math.sqrt({0: 0.41, 1: 0.2, 2: 0.41}[quality]))
+    assert uncertainty["within_sd"] == pytest.approx(uncertainty["sd"])
+    assert uncertainty["distributions"] == 2 and "top logprobs" in uncertainty["source"]
     assert relevance["per_instruction"][0]["mass_outside"] == pytest.approx(0.0, abs=1e-9)
     assert run.unit_scores.filter(metric="face.overall", unit_type="dialogue").count() == 4
     assert server.request_count > calls_before

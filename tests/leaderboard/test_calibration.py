@@ -28,8 +28,8 @@ def test_smoke_run_prints_every_check_at_every_dialogue_count(capsys):
             "metric_board"} <= keys
     for check in payload["checks"]:
         assert set(check["values"]) == {"10", "30"}
-        if check["kind"] == "ratio":  # e.g. the share of labels active handout saves: signed
-            continue
+        if check["kind"] in ("ratio", "saving", "reference"):  # e.g. a share of labels saved:
+            continue  # signed
         assert all(value is None or 0.0 <= value <= 1.0 for value in check["values"].values())
     coverage = [c["values"]["30"] for c in payload["checks"] if c["kind"] == "coverage"
                 and not c["key"].startswith("active_")]  # active: once per run, at 10 only
@@ -183,13 +183,19 @@ def test_system_level_meta_evaluation_checks_cover(capsys):
 
 
 def test_active_handout_rows_are_measured_once_per_run(capsys):
-    """Label these next (active.py): the share of labels saved and the active estimate's
-    coverage, per judge design, shown under the first dialogue count only."""
-    keys = ["active_saved_failures", "active_coverage_failures"]
+    """Label these next (active.py): the share of labels saved, both policies' coverage, the
+    oracle's saving and the design's bound, per judge design, shown under the first dialogue
+    count only; a design's rows come together."""
     call_command("bench_calibration", "--reps", "20", "--dialogues", "10", "30", "--json",
-                 "--only", *keys)
+                 "--only", "active_saved_binary")
     checks = {c["key"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
-    assert set(checks) == set(keys)
-    assert checks["active_coverage_failures"]["values"]["30"] is None
-    assert checks["active_coverage_failures"]["values"]["10"] >= 0.8
-    assert -0.5 < checks["active_saved_failures"]["values"]["10"] < 0.5
+    assert set(checks) == {f"active_{row}_binary" for row in
+                           ("saved", "coverage", "uniform_coverage", "oracle", "bound",
+                            "bound_retuned")}
+    assert checks["active_coverage_binary"]["values"]["30"] is None
+    assert checks["active_coverage_binary"]["values"]["10"] >= 0.8
+    assert checks["active_uniform_coverage_binary"]["values"]["10"] >= 0.8
+    assert -0.5 < checks["active_saved_binary"]["values"]["10"] < 0.6
+    assert checks["active_saved_binary"]["goal"] == "≥ 0.25"
+    # the bound of a calibrated yes/no judge at 18% yes (test_calibration_active.py: by formula)
+    assert checks["active_bound_binary"]["values"]["10"] == pytest.approx(0.305, abs=0.01)

@@ -8,21 +8,36 @@ sampling: ξ_i ~ Bernoulli(π_i), independently), and
     θ̂ = (1/n) Σ_i Z_i,   Z_i = λ f_i + (Y_i − λ f_i) ξ_i / π_i,
 
 unbiased for the humans' mean over the pool for every fixed λ and every π > 0 (E[ξ_i / π_i] = 1):
-the inverse-probability weight keeps the estimate honest however the units were chosen. Uniform
-handout is π_i = m/n (then θ̂ is PPI with Poisson sampling); the active policy spends the same
-expected number of labels m = Σ π_i where the evaluator is least trusted: π_i ∝ ê_i, the
-predicted |Y − λf| of unit i, which minimises Σ ê_i² (1/π_i − 1), the variance the sampling adds
-(their Proposition: π ∝ sqrt(E[(Y − λf)² | X])). π is mixed with the uniform rule (share
-UNIFORM_MIX) so that no unit's weight explodes when ê is badly predicted, and capped at 1.
+the inverse-probability weight keeps the estimate honest however the units were chosen. The
+prediction may carry an intercept, λ f_i + c (unbiased for every fixed c as well): under Poisson
+sampling the number of labels is random, so without it a judge on another scale than the humans
+(FACE's 0–4 against a 1–5 Likert question) adds the squared mean gap (E[Y − λf])² to every
+summand's variance; with c tuned only the residual's spread is left (the regression estimator of
+survey sampling). Uniform handout is π_i = m/n (then θ̂ is PPI with Poisson sampling); the active
+policy spends the same expected number of labels m = Σ π_i where the evaluator is least
+trusted: π_i ∝ ê_i, the predicted |Y − λf − c| of unit i, which minimises Σ ê_i² (1/π_i − 1),
+the variance the sampling adds (their Proposition: π ∝ sqrt(E[(Y − λf)² | X])). π is mixed
+with the uniform rule (share UNIFORM_MIX) so that no unit's weight explodes when ê is badly
+predicted, and capped at 1.
 
-λ is power-tuned (the minimiser of the summands' sample variance, Z_i(λ) = Y_i w_i + λ f_i (1 −
-w_i), w_i = ξ_i/π_i), clipped to [0, 1]; the interval is θ̂ ± z sd(Z)/√n (the summands are
-independent given the pool; with clusters, the dialogue-clustered sandwich).
+λ and c are power-tuned (the minimisers of the summands' sample variance, Z_i(λ, c) = Y_i w_i +
+(λ f_i + c)(1 − w_i), w_i = ξ_i/π_i: a least-squares fit), λ clipped to [0, 1]; the interval is
+θ̂ ± z sd(Z)/√n (the summands are independent given the pool; with clusters, the
+dialogue-clustered sandwich).
 
-The predicted error ê comes from the labels already in: the evaluator's scores are cut into
-quantile bins and ê of a bin is the root mean squared |Y − λf| of its labelled units (λ from the
-same labels; a bin with fewer than MIN_BIN labels gets the overall value). Any other predictor of
-the error (a judge's disagreement with itself over repeated samples) can be passed instead.
+The predicted error ê comes from the labels already in, by one of two predictors
+(`error_model`, which names the one it used):
+
+- "uncertainty": the judge reports its own uncertainty u_i on every unit (FACE: the sd of its
+  grade distribution, `UnitScore.detail["uncertainty"]["sd"]`); the residuals r = Y − (a + b f)
+  of the labelled units fit the variance function E[r² | u] = α + β u² by least squares (α, β ≥
+  0) and ê_i = sqrt(α + β u_i²). α is what no judge can predict (the humans' own noise, the part
+  of Y the judge misses everywhere), β u² the judge's own doubt. Needs MIN_FIT labelled units
+  with an uncertainty; a unit without one gets the overall root mean squared residual.
+- "quintiles" (the fallback when no uncertainty is stored): the evaluator's scores are cut into
+  quantile bins and ê of a bin is the root mean squared residual of its labelled units (a bin
+  with fewer than MIN_BIN labels gets the overall value).
+
 Pure numpy: no Django.
 """
 
@@ -37,7 +52,17 @@ from scipy import stats
 UNIFORM_MIX = 0.2
 BINS = 5
 MIN_BIN = 5
+MIN_FIT = 10  # labelled units with an uncertainty before the variance function is fitted
 DEFAULT_CONFIDENCE = 0.95
+FLOOR = 0.05  # no unit's predicted error below this share of the overall one
+
+# The predictors of the error, as the label plan and the report name them.
+PREDICTORS = {
+    "uncertainty": "the judge's own uncertainty: ê² = α + β·u² fitted on the labels so far",
+    "quintiles": "per quintile of the judge's score: root mean squared residual of the labels "
+                 "so far",
+    "none": "too few labels to predict the error: the same everywhere",
+}
 
 
 @dataclass(frozen=True)
@@ -48,34 +73,95 @@ class ActiveEstimate:
     lam: float
     n_labelled: int
     n_pool: int
+    offset: float = 0.0
 
     def to_dict(self) -> dict:
         return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "lambda": self.lam, "n_labelled": self.n_labelled, "n_pool": self.n_pool}
+                "lambda": self.lam, "offset": self.offset, "n_labelled": self.n_labelled,
+                "n_pool": self.n_pool}
 
 
-def predicted_error(scores: Sequence[float], labelled: Sequence[int],
-                    human: Sequence[float], *, bins: int = BINS) -> np.ndarray:
+@dataclass(frozen=True)
+class ErrorModel:
+    """ê per unit of the pool, the predictor that gave it (a key of PREDICTORS) and its fitted
+    numbers (α and β for "uncertainty", the bin edges and values for "quintiles")."""
+
+    error: np.ndarray
+    predictor: str
+    params: dict
+
+    @property
+    def description(self) -> str:
+        return PREDICTORS[self.predictor]
+
+
+def _line_residuals(fl: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Y − (a + b f), the least-squares line of the labelled units (what λf + c leaves)."""
+    slope = np.cov(fl, y)[0, 1] / np.var(fl, ddof=1) if np.var(fl) > 0 else 0.0
+    return y - (y.mean() + slope * (fl - fl.mean()))
+
+
+def error_model(scores: Sequence[float], labelled: Sequence[int], human: Sequence[float], *,
+                uncertainty: Sequence[float | None] | None = None,
+                bins: int = BINS) -> ErrorModel:
     """ê for every unit of the pool (SCORES) from the units LABELLED (indices) with their HUMAN
-    labels: root mean squared residual Y − (a + b f) per quantile bin of f."""
+    labels: from the judge's own UNCERTAINTY per unit (None or NaN where it reported none) when
+    at least MIN_FIT labelled units have one, else per quantile bin of the scores."""
     f = np.asarray(scores, dtype=float)
     idx = np.asarray(labelled, dtype=int)
     y = np.asarray(human, dtype=float)
     if len(idx) < 3:
-        return np.ones_like(f)
-    fl = f[idx]
-    slope = np.cov(fl, y)[0, 1] / np.var(fl, ddof=1) if np.var(fl) > 0 else 0.0
-    residual = y - (y.mean() + slope * (fl - fl.mean()))
+        return ErrorModel(np.ones_like(f), "none", {})
+    residual = _line_residuals(f[idx], y)
     overall = float(np.sqrt(np.mean(residual ** 2))) or 1.0
+    if uncertainty is not None:
+        u = np.array([np.nan if v is None else v for v in uncertainty], dtype=float)
+        if len(u) != len(f):
+            raise ValueError("one uncertainty per scored unit (None where there is none)")
+        known = np.isfinite(u[idx])
+        if known.sum() >= MIN_FIT and np.var(u[idx][known]) > 0:
+            return _uncertainty_model(u, residual[known], u[idx][known], overall)
+    return _quintile_model(f, f[idx], residual, overall, bins)
+
+
+def _uncertainty_model(u: np.ndarray, residual: np.ndarray, u_labelled: np.ndarray,
+                       overall: float) -> ErrorModel:
+    """Least squares of r² on u² with α, β ≥ 0: the unconstrained fit, else the better of the
+    two boundary fits (through the origin, β = 0: the same error everywhere)."""
+    x, r2 = u_labelled ** 2, residual ** 2
+    beta = float(np.cov(x, r2, ddof=0)[0, 1] / np.var(x))
+    alpha = float(r2.mean() - beta * x.mean())
+    if beta <= 0:
+        alpha, beta = float(r2.mean()), 0.0
+    elif alpha < 0:
+        alpha, beta = 0.0, float(np.sum(x * r2) / np.sum(x ** 2))
+    error = np.sqrt(alpha + beta * np.where(np.isfinite(u), u, 0.0) ** 2)
+    error = np.where(np.isfinite(u), error, overall)
+    return ErrorModel(np.maximum(error, FLOOR * overall), "uncertainty",
+                      {"alpha": alpha, "beta": beta, "fitted_on": int(len(x))})
+
+
+def _quintile_model(f: np.ndarray, fl: np.ndarray, residual: np.ndarray, overall: float,
+                    bins: int) -> ErrorModel:
     edges = np.unique(np.quantile(f, np.linspace(0, 1, bins + 1)[1:-1]))
     pool_bin, labelled_bin = np.searchsorted(edges, f), np.searchsorted(edges, fl)
     out = np.full(len(f), overall)
+    values = []
     for b in range(len(edges) + 1):
         inside = labelled_bin == b
+        value = overall
         if inside.sum() >= MIN_BIN:
-            out[pool_bin == b] = max(float(np.sqrt(np.mean(residual[inside] ** 2))),
-                                     0.05 * overall)
-    return out
+            value = max(float(np.sqrt(np.mean(residual[inside] ** 2))), FLOOR * overall)
+            out[pool_bin == b] = value
+        values.append(value)
+    return ErrorModel(out, "quintiles", {"edges": [float(e) for e in edges], "values": values})
+
+
+def predicted_error(scores: Sequence[float], labelled: Sequence[int],
+                    human: Sequence[float], *, bins: int = BINS,
+                    uncertainty: Sequence[float | None] | None = None) -> np.ndarray:
+    """ê for every unit of the pool (`error_model`'s, without the predictor's name)."""
+    return error_model(scores, labelled, human, uncertainty=uncertainty, bins=bins).error
 
 
 def inclusion_probabilities(error: Sequence[float], budget: float, *,
@@ -107,20 +193,20 @@ def inclusion_probabilities(error: Sequence[float], budget: float, *,
 def active_mean(scores: Sequence[float], pi: Sequence[float], selected: Sequence[bool],
                 human: Sequence[float | None], *,
                 clusters: Sequence[Hashable] | None = None,
-                confidence: float = DEFAULT_CONFIDENCE, lam: float | None = None
-                ) -> ActiveEstimate:
+                confidence: float = DEFAULT_CONFIDENCE, lam: float | None = None,
+                offset: float | None = None) -> ActiveEstimate:
     """The inverse-probability-weighted PPI++ mean of the pool: SCORES f_i for every unit, PI its
-    inclusion probability, SELECTED ξ_i, HUMAN Y_i (read where selected only)."""
+    inclusion probability, SELECTED ξ_i, HUMAN Y_i (read where selected only). LAM and OFFSET
+    fix λ and c; by default both are tuned (with LAM given and OFFSET not, c = 0: the paper's
+    fixed prediction λf)."""
     f = np.asarray(scores, dtype=float)
     p = np.asarray(pi, dtype=float)
     xi = np.asarray(selected, dtype=bool)
     y = np.array([h if s else 0.0 for h, s in zip(human, xi, strict=True)], dtype=float)
-    w = np.where(xi, 1.0 / p, 0.0)
-    a, b = y * w, f * (1 - w)  # Z(λ) = a + λ b
-    if lam is None:
-        var_b = np.var(b)
-        lam = float(np.clip(-np.cov(a, b, ddof=0)[0, 1] / var_b, 0.0, 1.0)) if var_b > 0 else 1.0
-    z = a + lam * b
+    if offset is None and lam is not None:
+        offset = 0.0
+    lam, offset = _tuned(y, f, xi, p, lam, offset)
+    z = summands(f, p, xi, y, lam, offset)
     n = len(z)
     value = float(z.mean())
     if clusters is None:
@@ -131,12 +217,47 @@ def active_mean(scores: Sequence[float], pi: Sequence[float], selected: Sequence
         g = len(sums)
         se = float(np.sqrt(g / (g - 1) * np.sum(sums ** 2)) / n)
     half = float(stats.norm.ppf(0.5 + confidence / 2)) * se
-    return ActiveEstimate(value, value - half, value + half, lam, int(xi.sum()), n)
+    return ActiveEstimate(value, value - half, value + half, lam, int(xi.sum()), n, offset)
+
+
+def summands(scores, pi, selected, human, lam: float, offset: float = 0.0) -> np.ndarray:
+    """Z_i = (λ f_i + c) + (Y_i − λ f_i − c) ξ_i / π_i for every unit of the pool (HUMAN read
+    where selected only); their mean is the estimate."""
+    f = np.asarray(scores, dtype=float)
+    xi = np.asarray(selected, dtype=bool)
+    w = np.where(xi, 1.0 / np.asarray(pi, dtype=float), 0.0)
+    y = np.where(xi, np.asarray([0.0 if h is None else h for h in human], dtype=float), 0.0)
+    return y * w + (lam * f + offset) * (1 - w)
+
+
+def _tuned(y, f, xi, p, lam, offset) -> tuple[float, float]:
+    """λ and c minimising the sample variance of Z = a + λ b + c d (a = Y w, b = f (1 − w),
+    d = 1 − w), the free ones only; λ clipped to [0, 1] (c then refitted)."""
+    w = np.where(xi, 1.0 / p, 0.0)
+    a, b, d = y * w, f * (1 - w), 1 - w
+
+    def best(target, x):  # the coefficient k minimising Var(target + k x)
+        var = np.var(x)
+        return float(-np.cov(target, x, ddof=0)[0, 1] / var) if var > 1e-15 else 0.0
+
+    if lam is not None:
+        return float(lam), float(offset) if offset is not None else best(a + lam * b, d)
+    if offset is not None:
+        lam = float(np.clip(best(a + offset * d, b), 0.0, 1.0)) if np.var(b) > 1e-15 else 1.0
+        return lam, float(offset)
+    design = np.column_stack([b - b.mean(), d - d.mean()])
+    gram = design.T @ design
+    if np.linalg.matrix_rank(gram) < 2:  # every unit labelled, or no label: one free direction
+        lam = float(np.clip(best(a, b), 0.0, 1.0)) if np.var(b) > 1e-15 else 1.0
+        return lam, best(a + lam * b, d)
+    lam_free, _ = np.linalg.solve(gram, -design.T @ (a - a.mean()))
+    lam = float(np.clip(lam_free, 0.0, 1.0))
+    return lam, best(a + lam * b, d)
 
 
 def projected_width(error: np.ndarray, pi: np.ndarray, spread: float,
                     confidence: float = DEFAULT_CONFIDENCE) -> float:
-    """The expected interval width for inclusion probabilities PI when unit i's |Y − λf| is
+    """The expected interval width for inclusion probabilities PI when unit i's |Y − λf − c| is
     ERROR_i: Var θ̂ = SPREAD²/n + Σ ERROR_i² (1/π_i − 1) / n² (the pool's own spread of Y plus
     what the sampling adds)."""
     n = len(error)

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from evaluation.lib.llm.face.aspects import ASPECTS, parse_aspects
-from evaluation.lib.llm.face.engine import aggregate
+from evaluation.lib.llm.face.engine import aggregate, unit_uncertainty
 from evaluation.lib.llm.face.optimize import (
     beam_select,
     parse_rewrites,
@@ -23,6 +23,7 @@ from evaluation.lib.llm.face.scoring import (
     face_score,
     grade_position,
     score_from_answer,
+    score_uncertainty,
 )
 from evaluation.lib.llm.gateway import TokenLogprob
 
@@ -166,3 +167,24 @@ def test_face_metrics_meet_the_study_fields_they_are_named_after():
     assert {(s.metric, f.name) for s, f in pairs} == {
         ("face.relevance", "relevance"), ("face.interestingness", "interestingness"),
         ("face.overall", "dialogue_overall"), ("face.understanding", "understanding")}
+
+
+def test_a_units_uncertainty_is_the_sd_of_its_distributions_mixture_by_hand():
+    # Instruction 1: particle A {0: .5, 2: .5} (score 1), B {1: 1} (score 1); instruction 2:
+    # A {2: 1} (score 2), B failed. Weights as the FACE score's: 1/(2·2) for instruction 1's
+    # particles, 1/(2·1) for instruction 2's A. Mixture {0: .125, 1: .25, 2: .625}: mean 1.5 =
+    # the FACE score, E g² = 0.25 + 2.5 = 2.75, variance 0.5; inside the distributions only A
+    # of instruction 1 varies (variance 1, weight .25): within_sd 0.5.
+    a1 = ParticleScore(1.0, {0: 0.5, 1: 0.0, 2: 0.5}, 0.0)
+    b1 = ParticleScore(1.0, {0: 0.0, 1: 1.0, 2: 0.0}, 0.0)
+    a2 = ParticleScore(2.0, {0: 0.0, 1: 0.0, 2: 1.0}, 0.0)
+    b2 = ParticleScore(None, {}, None, "no grade")
+    assert face_score([[1.0, 1.0], [2.0, None]]) == pytest.approx(1.5)
+    result = score_uncertainty([[a1, b1], [a2, b2]])
+    assert result["sd"] == pytest.approx(math.sqrt(0.5))
+    assert result["within_sd"] == pytest.approx(0.5)
+    assert result["distributions"] == 3 and "Eq. 1" in result["source"]
+    # engine.unit_uncertainty groups a turn's particles per instruction the same way
+    particles = {(1, 0): [a1, a2], (1, 1): [b1, b2]}
+    assert unit_uncertainty(particles, 2) == result
+    assert score_uncertainty([[b2], [b2]]) is None  # no usable score, no uncertainty

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 
 from evaluation.lib.llm.face.aspects import ASPECTS, TURN
 from evaluation.lib.llm.face.particles import Decomposition, Particle, decompose_turn, system_turns
-from evaluation.lib.llm.face.scoring import ParticleScore, face_score, mean_or_none, score_particle
+from evaluation.lib.llm.face.scoring import (
+    ParticleScore,
+    face_score,
+    mean_or_none,
+    score_particle,
+    score_uncertainty,
+)
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 
 Turns = Sequence[tuple[str, str]]  # (role, text), position = the turn's index in the dialogue
@@ -86,3 +92,10 @@ def instruction_means(particles: Mapping[tuple[int, int], Sequence[ParticleScore
                       instructions: int) -> list[float | None]:
     """E(I, P_x) per instruction over all the given particles (shown beside the FACE score)."""
     return [mean_or_none(particles[k][i].value for k in particles) for i in range(instructions)]
+
+
+def unit_uncertainty(particles: Mapping[tuple[int, int], Sequence[ParticleScore]],
+                     instructions: int) -> dict | None:
+    """The uncertainty of the unit whose PARTICLES these are (`scoring.score_uncertainty`, the
+    particles grouped per instruction as `aggregate` groups them)."""
+    return score_uncertainty([[particles[k][i] for k in particles] for i in range(instructions)])

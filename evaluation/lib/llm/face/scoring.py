@@ -10,6 +10,12 @@ Turn and dialogue scores are the means of their particles' scores, E(I, P_x); se
 instructions are averaged, s = (1/|I|) Σ_I E(I, P_x). Particles or instructions without a
 usable score are left out of the means (and reported), never given a made-up value.
 
+The same distributions give each unit's uncertainty (`score_uncertainty`, stored in the unit's
+`detail["uncertainty"]`; statistics.md, "Label these next"): the standard deviation of the
+mixture of its particles' grade distributions, weighted as the score weights them, so the
+score is the mixture's mean. A judge sure of every grade and agreeing across particles and
+instructions has a small one; the active handout reads it as the judge's own doubt.
+
 A model or server that returns no log-probabilities is refused (`LogprobsUnavailable`): FACE
 has no fallback to a sampled grade.
 """
@@ -33,6 +39,8 @@ from evaluation.lib.llm.gateway import (
     UsageMeter,
 )
 
+UNCERTAINTY_SOURCE = ("FACE grade distributions (top logprobs, Eq. 1): sd of their mixture, "
+                      "weighted as the score")
 TOP_LOGPROBS = 20  # the most the OpenAI API allows; enough for every grade of a 0–4 scale
 MASS_FLAG = 0.2  # above this share of probability outside the grades, a score is flagged
 
@@ -154,3 +162,28 @@ def face_score(per_instruction: Sequence[Sequence[float | None]]) -> float | Non
     PER_INSTRUCTION holds, per instruction, the particle scores of one turn or dialogue.
     """
     return mean_or_none(mean_or_none(scores) for scores in per_instruction)
+
+
+def score_uncertainty(per_instruction: Sequence[Sequence[ParticleScore]]) -> dict | None:
+    """The unit's uncertainty from its particles' distributions, PER_INSTRUCTION as `face_score`
+    takes them: each usable distribution weighs 1 / (instructions with a usable score × that
+    instruction's usable particles), the weights `face_score` gives their expectations, so the
+    mixture's mean is the FACE score. `sd` is the mixture's standard deviation (a particle's own
+    spread and the particles' and instructions' disagreement), `within_sd` the root of the mean
+    variance inside the distributions (the model's doubt alone). None without a usable score."""
+    usable = [[s for s in scores if s.value is not None and s.distribution]
+              for scores in per_instruction]
+    usable = [scores for scores in usable if scores]
+    if not usable:
+        return None
+    mean = second = within = 0.0
+    for scores in usable:
+        weight = 1.0 / (len(usable) * len(scores))
+        for score in scores:
+            m = sum(g * p for g, p in score.distribution.items())
+            m2 = sum(g * g * p for g, p in score.distribution.items())
+            mean += weight * m
+            second += weight * m2
+            within += weight * max(m2 - m * m, 0.0)
+    return {"sd": math.sqrt(max(second - mean * mean, 0.0)), "within_sd": math.sqrt(within),
+            "source": UNCERTAINTY_SOURCE, "distributions": sum(len(s) for s in usable)}
