@@ -296,13 +296,18 @@ def test_only_drawn_items_are_handed_out_wave_by_wave_and_each_records_its_pi(st
 
 
 def hand_estimate(f, pi, xi, y):
-    """The active-inference mean by its formula (one unit a dialogue): power-tuned λ, the
-    summands Z, their mean and the normal interval's half-width; and the Horvitz–Thompson
-    mean."""
+    """The active-inference mean by its formula (one unit a dialogue): λ and the intercept c
+    tuned together (least squares of −Y w on f (1 − w) and 1 − w; λ clipped to [0, 1], then c
+    refitted), the summands Z = Y w + (λ f + c)(1 − w), their mean and the normal interval's
+    half-width; and the Horvitz–Thompson mean."""
     w = np.where(xi, 1 / pi, 0.0)
-    a, b = y * w, f * (1 - w)
-    lam = float(np.clip(-np.mean((a - a.mean()) * (b - b.mean())) / np.var(b), 0, 1))
-    z = a + lam * b
+    a, b, d = y * w, f * (1 - w), 1 - w
+    design = np.column_stack([b - b.mean(), d - d.mean()])
+    lam, _ = np.linalg.lstsq(design, -(a - a.mean()), rcond=None)[0]
+    lam = float(np.clip(lam, 0, 1))
+    rest = a + lam * b
+    c = -np.mean((rest - rest.mean()) * (d - d.mean())) / np.var(d)
+    z = rest + c * d
     return z.mean(), 1.959964 * z.std(ddof=1) / np.sqrt(len(z)), lam, a.mean()
 
 
@@ -447,7 +452,8 @@ def test_the_active_handout_tests_pass_on_sqlite(tmp_path):
            "CONCORD_VAR_DIR": str(tmp_path / "var")}
     child = subprocess.run(
         [sys.executable, "-m", "pytest", __file__, "-x", "-q", "-p", "no:cacheprovider",
-         "-k", "handed_out_wave_by_wave or asking_at_once", "-W", "ignore::pytest.PytestUnraisableExceptionWarning"],
+         "-k", "handed_out_wave_by_wave or asking_at_once",
+         "-W", "ignore::pytest.PytestUnraisableExceptionWarning"],
         env=env, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=800)
     assert child.returncode == 0, child.stdout[-6000:] + child.stderr[-2000:]
     assert " passed" in child.stdout and " skipped" not in child.stdout

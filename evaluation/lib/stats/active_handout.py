@@ -185,13 +185,13 @@ def _undefined(reason: str, n: dict, method: str) -> Estimate:
 def _one(f, pi, xi, y, clusters, confidence, lam, method):
     estimate = active.active_mean(f, pi, xi, y, clusters=clusters, confidence=confidence,
                                   lam=lam)
-    w = np.where(xi, 1.0 / pi, 0.0)
-    z = y * w + estimate.lam * f * (1 - w)
+    z = active.summands(f, pi, xi, y, estimate.lam, estimate.offset)
     n = len(z)
     influence: dict[Hashable, float] = defaultdict(float)
     for cluster, value in zip(clusters, (z - estimate.value) / n, strict=True):
         influence[cluster] += float(value)
-    params = {"confidence": confidence, "lambda": estimate.lam, "interval": INTERVAL,
+    params = {"confidence": confidence, "lambda": estimate.lam, "offset": estimate.offset,
+              "interval": INTERVAL,
               "se": (estimate.ci_high - estimate.value) / float(
                   stats.norm.ppf(0.5 + confidence / 2))}
     counts = {"pool": n, "labelled": int(xi.sum()), "clusters": len(influence)}

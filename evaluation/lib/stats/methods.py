@@ -269,14 +269,16 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
     ),
     "active_ipw_mean": (
         "Human-anchored mean of a study that hands items out by the active policy (active "
-        "inference, Zrnic & Candès 2024, IPW): θ = (1/n) Σ [λ f_i + (Y_i − λ f_i) ξ_i / π_i] "
+        "inference, Zrnic & Candès 2024, IPW, with a tuned intercept): θ = (1/n) Σ [(λ f_i + c) "
+        "+ (Y_i − λ f_i − c) ξ_i / π_i] "
         "over the study's items in the handout waves whose drawn items are all labelled, ξ_i = 1 "
         "for an item drawn for the humans with inclusion probability π_i (wave 1 uniform, later "
         "waves π ∝ the evaluator's predicted error, each item considered in one wave). The "
-        "inverse-probability weight 1/π keeps it unbiased for the human mean for any λ; λ is "
-        "power-tuned in [0, 1]. The 95% interval is θ ± z × SE, SE the dialogue-clustered "
-        "sandwich of the summands (the paper's sequential form: the waves' summands are "
-        "martingale differences)."
+        "inverse-probability weight 1/π keeps it unbiased for the human mean for any λ and c; λ "
+        "(in [0, 1]) and c are tuned together to minimise the summands' variance (c absorbs a "
+        "judge on another scale than the humans). The 95% interval is θ ± z × SE, SE the "
+        "dialogue-clustered sandwich of the summands (the paper's sequential form: the waves' "
+        "summands are martingale differences)."
     ),
     "active_ipw_human_only_mean": (
         "The Horvitz–Thompson mean of the human labels of an active study's drawn items, each "

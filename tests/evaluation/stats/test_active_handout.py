@@ -73,12 +73,17 @@ def test_the_estimate_by_hand():
                                      [True, False, True, True], [2, None, 3, 5],
                                      ["a", "b", "c", "d"])
     assert result.human_only.value == pytest.approx(6.75)
-    # power-tuned λ: Z(λ) = a + λ b with a = Y ξ/π, b = f (1 − ξ/π)
+    # λ and the intercept c tuned together: Z(λ, c) = a + λ b + c d with a = Y ξ/π,
+    # b = f (1 − ξ/π), d = 1 − ξ/π; least squares of −a on (b, d), λ clipped to [0, 1], c refitted
     a = np.array([4.0, 0.0, 3.0, 20.0])
     b = np.array([1 * (1 - 2), 2.0, 0.0, 4 * (1 - 4)])
-    lam = float(np.clip(-np.cov(a, b, ddof=0)[0, 1] / np.var(b), 0, 1))
-    z = a + lam * b
+    d = np.array([1 - 2, 1.0, 0.0, 1 - 4])
+    design = np.column_stack([b - b.mean(), d - d.mean()])
+    lam = float(np.clip(np.linalg.lstsq(design, -(a - a.mean()), rcond=None)[0][0], 0, 1))
+    c = -np.cov(a + lam * b, d, ddof=0)[0, 1] / np.var(d)
+    z = a + lam * b + c * d
     assert result.lam == pytest.approx(lam)
+    assert result.estimate.params["offset"] == pytest.approx(c)
     assert result.estimate.value == pytest.approx(z.mean())
     se = np.sqrt(4 / 3 * np.sum((z - z.mean()) ** 2)) / 4  # one unit a dialogue: sd(z)/√n
     assert se == pytest.approx(z.std(ddof=1) / 2)
