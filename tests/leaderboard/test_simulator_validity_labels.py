@@ -209,3 +209,45 @@ def test_the_study_labels_cost_the_same_statements_however_many_studies(
     after, html = statements()
     assert after == before
     assert "+5 more" in html  # 2 Likert scales + 4 imported `overall` fields, one shown
+
+
+def test_the_demo_says_why_its_labels_give_no_number(author, researcher, client, tmp_path,
+                                                     settings):
+    """The demo as `load_demo` builds it (fewer dialogues): its labelled study (simulated
+    annotators) labels Popularity and TF-IDF, its simulated board has Popularity, TF-IDF and
+    Spatial — two systems with both, so the labels line says why it has no number."""
+    from django.core.management import call_command
+
+    from annotation.management.commands.load_demo import (
+        DEMO_SIMULATED,
+        DEMO_SIMULATED_TURNS,
+        DEMO_SIMULATED_USERS,
+    )
+    from annotation.services.demo import demo_simulated_study_create
+    from evaluation.services.benchmarks import benchmark_import
+    from evaluation.services.live import live_baselines_ensure
+    from evaluation.services.reference_rankers import baselines_ensure
+    from evaluation.services.simulations import demo_simulations_ensure
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    call_command("make_demo_benchmark", str(tmp_path / "bundle"), dialogues=150)
+    benchmark = benchmark_import(path=tmp_path / "bundle")
+    runs = [run for _, run, _ in baselines_ensure(benchmark=benchmark,
+                                                  names=["popularity", "tfidf"])]
+    demo_simulated_study_create(benchmark=benchmark, author=author, sample_size=12,
+                                submission_ids=[run.submission_id for run in runs])
+    live = [s for s in live_baselines_ensure() if s.live_adapter in DEMO_SIMULATED]
+    for _system, simulation, _created in demo_simulations_ensure(
+            benchmark=benchmark, systems=live, users=DEMO_SIMULATED_USERS,
+            turns=DEMO_SIMULATED_TURNS):
+        assert simulation.run_id, simulation.job.error
+    client.force_login(researcher)
+    html = client.get(reverse("leaderboard:board", args=[benchmark.slug, BOARD])
+                      ).content.decode()
+    trust = html.split(f'data-trust-key="{COLUMN}"')[1].split("</th>")[0]
+    assert "τb vs labels (Informativeness) not measured" in trust
+    assert ("2 systems with both a simulated score and a human label; at least 3 are needed"
+            in trust)
+    body = client.get(reverse("leaderboard:simulators", args=[benchmark.slug])).content.decode()
+    assert "simulated annotators, not people" in body
+    assert "not measured: 2 systems with both a simulated score and a human label" in body
