@@ -18,8 +18,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from scipy import stats
 
+from annotation import report_selectors
 from annotation.lib import taskforms
-from annotation.models import ImportedField, ImportedLabel, Study
+from annotation.models import ImportedField, ImportedLabel, Study, StudyMember
 from annotation.services.annotations import annotation_submit
 from annotation.services.handout import assignment_next
 from annotation.services.members import study_member_add
@@ -209,6 +210,16 @@ def test_the_study_labels_cost_the_same_statements_however_many_studies(
     after, html = statements()
     assert after == before
     assert "+5 more" in html  # 2 Likert scales + 4 imported `overall` fields, one shown
+    # The fingerprints read in bulk are the ones a report reads study by study (so the label
+    # caches are shared with the reports), an exclusion included.
+    StudyMember.objects.filter(user=annotator).update(excluded=True, exclusion_reason="test")
+    studies = list(Study.objects.all())
+    report_selectors._label_fingerprints(studies)
+    assert len({s._report_fingerprints[False] for s in studies}) == len(studies) == 5
+    for study in studies:
+        alone = Study.objects.get(pk=study.pk)
+        assert study._report_fingerprints[False] == report_selectors._fingerprint(
+            alone, runs=False)
 
 
 def test_the_demo_says_why_its_labels_give_no_number(author, researcher, client, tmp_path,
