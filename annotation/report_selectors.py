@@ -28,6 +28,7 @@ from annotation.lib.labels import (
     LabelRow,
     LabelTable,
     NativeItem,
+    SystemLabels,
     imported_value,
     native_fields,
     native_rows,
@@ -349,6 +350,15 @@ def unit_groups(*, study: Study, table: LabelTable, by: str) -> dict | None:
 # --- cached builders -------------------------------------------------------------------------
 
 
+def _label_parts(study: Study, labels: dict, excluded: list, waves: int | None) -> list:
+    """What a fingerprint holds of STUDY's labels (LABELS: their count and last key),
+    exclusions, hand-out policy (and WAVES, an active study's drawn waves), and the methods'
+    versions: a report cached before a statistical method changed is not served."""
+    return [concord_version(), interval_versions_key(), study.pk, study.created_at,
+            study.source, labels["n"], labels["last"], excluded, study.handout_policy,
+            study.handout_evaluator, study.handout_metric, study.handout_budget, waves]
+
+
 def _fingerprint(study: Study, *, runs: bool) -> str:
     if study.is_imported:
         labels = ImportedLabel.objects.filter(study=study).aggregate(n=Count("pk"), last=Max("pk"))
@@ -356,12 +366,9 @@ def _fingerprint(study: Study, *, runs: bool) -> str:
         labels = Annotation.objects.filter(item__study=study).aggregate(
             n=Count("pk"), last=Max("updated_at"))
     excluded = list(study.members.filter(excluded=True).values_list("pk", flat=True))
-    # The methods' versions: a report cached before a statistical method changed is not served.
-    parts = [concord_version(), interval_versions_key(), study.pk, study.created_at,
-             study.source, labels["n"], labels["last"], excluded, study.handout_policy,
-             study.handout_evaluator, study.handout_metric, study.handout_budget]
-    if study.is_active_handout:  # a new wave's draws
-        parts.append(HandoutWave.objects.filter(study=study).count())
+    waves = (HandoutWave.objects.filter(study=study).count() if study.is_active_handout
+             else None)  # an active study's new wave of draws
+    parts = _label_parts(study, labels, excluded, waves)
     if runs:  # a run finishing (again), a new run, a submission published or withdrawn
         succeeded = Q(job__status=Job.Status.SUCCEEDED)
         parts.append(Run.objects.filter(submission__benchmark=study.benchmark).aggregate(
@@ -636,12 +643,85 @@ def metric_board_is_public(study: Study) -> bool:
     return study.is_public and study.benchmark.is_public
 
 
-def metric_board_studies(*, user) -> list[Study]:
-    """Studies whose metric leaderboard USER may open: public ones, and their own."""
-    studies = Study.objects.select_related("benchmark").order_by("benchmark__name", "title")
+def metric_board_visible(user) -> Q:
+    """The studies whose metric leaderboard (and labels per system) USER may read: public
+    ones on a public benchmark, and their own; staff every one."""
     if user.is_authenticated and user.is_staff:
-        return list(studies)
+        return Q()
     visible = Q(is_public=True, benchmark__is_public=True)
     if user.is_authenticated:
         visible |= Q(author=user)
-    return list(studies.filter(visible))
+    return visible
+
+
+def metric_board_studies(*, user) -> list[Study]:
+    """Studies whose metric leaderboard USER may open: public ones, and their own."""
+    return list(Study.objects.select_related("benchmark").filter(metric_board_visible(user))
+                .order_by("benchmark__name", "title"))
+
+
+# --- labels per system: the human reference of simulator validity ---------------------------
+
+
+def _label_fingerprints(studies: list[Study]) -> None:
+    """Read the label fingerprints of STUDIES (`_fingerprint(runs=False)`, kept on each
+    instance as `_cached` keeps it) in at most three statements for all of them."""
+    studies = [s for s in studies if False not in s.__dict__.get("_report_fingerprints", {})]
+    if not studies:
+        return
+    found: dict[int, dict] = {}
+    imported = [s.pk for s in studies if s.is_imported]
+    native = [s.pk for s in studies if not s.is_imported]
+    if imported:
+        for row in (ImportedLabel.objects.filter(study_id__in=imported).values("study")
+                    .annotate(n=Count("pk"), last=Max("pk")).order_by()):
+            found[row["study"]] = row
+    if native:
+        for row in (Annotation.objects.filter(item__study_id__in=native).values("item__study")
+                    .annotate(n=Count("pk"), last=Max("updated_at")).order_by()):
+            found[row["item__study"]] = row
+    excluded: dict[int, list] = defaultdict(list)
+    for study_id, pk in (StudyMember.objects.filter(study_id__in=[s.pk for s in studies],
+                                                    excluded=True)
+                         .order_by("study", "joined_at").values_list("study_id", "pk")):
+        excluded[study_id].append(pk)
+    active = [s.pk for s in studies if s.is_active_handout]
+    waves = dict(HandoutWave.objects.filter(study_id__in=active).values("study")
+                 .annotate(n=Count("pk")).order_by().values_list("study", "n")) if active else {}
+    for study in studies:
+        labels = found.get(study.pk, {"n": 0, "last": None})
+        parts = _label_parts(study, labels, excluded[study.pk],
+                             waves.get(study.pk, 0) if study.is_active_handout else None)
+        study.__dict__.setdefault("_report_fingerprints", {})[False] = hashlib.sha256(
+            repr(parts).encode()).hexdigest()[:24]
+
+
+def study_system_labels(*, study: Study) -> dict[str, tuple[str, str, dict]]:
+    """Numeric field -> (title, unit type, {system: [(dialogue id, value)]}) of STUDY's
+    labels (`LabelTable.system_labels`: the fields the metric leaderboards correlate with,
+    every label that counts in the reports), the fields nobody labelled left out; cached like
+    the reports until a label or an exclusion changes."""
+    def build():
+        table = _table(study)
+        out = {}
+        for name, spec in table.fields.items():
+            labels = table.system_labels(name) if spec.is_numeric else {}
+            if labels:
+                out[name] = (spec.title, spec.unit_type, labels)
+        return out
+    return _cached(study, "system-labels", (), build, runs=False)
+
+
+def benchmark_system_labels(*, benchmark, user) -> list[SystemLabels]:
+    """Every numeric field's labels per system in the studies of BENCHMARK that USER may read
+    (`metric_board_visible`), native or imported: the human references a simulated board's
+    ranking is compared with. Four statements when every study's labels are cached, whatever
+    the number of studies (the studies, their label counts, exclusions)."""
+    studies = list(Study.objects.filter(metric_board_visible(user), benchmark=benchmark)
+                   .select_related("benchmark").order_by("slug"))
+    _label_fingerprints(studies)
+    return [SystemLabels(study.slug, study.title,
+                         bool((study.config or {}).get("simulated_annotators")), name, title,
+                         unit_type, labels)
+            for study in studies
+            for name, (title, unit_type, labels) in study_system_labels(study=study).items()]

@@ -508,7 +508,10 @@ def leaderboard_payload(lb) -> dict:
             "rank_metric": lb.rank_column.key if lb.rank_column else None,
             "columns": [{"key": c.key, "evaluator": c.evaluator, "metric": c.metric,
                          "axis": c.axis, "direction": c.direction,
-                         "human_agreement": _trust(lb, c.key)} for c in lb.columns],
+                         "human_agreement": _trust(lb, c.key),
+                         "simulator_validity": (lb.validity[c.key].as_json()
+                                                if c.key in lb.validity else None)}
+                        for c in lb.columns],
             "human_agreement_rule": lb.trust_rule,
             "systems": systems}
 

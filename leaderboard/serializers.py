@@ -264,6 +264,12 @@ class LeaderboardColumnSerializer(serializers.Serializer):
     human_agreement = HumanAgreementSerializer(
         allow_null=True, help_text="the metric's best measured agreement with human labels on "
         "this benchmark (the trust column); null: not validated")
+    simulator_validity = serializers.DictField(
+        allow_null=True, help_text="on a simulated-… board, the simulation column's simulator "
+        "validity: Kendall tau_b and Spearman rho with CIs between its ranking and the arena's "
+        "(`arena`) and each study's mean numeric label per system (`labels`, the headline "
+        "first), or why not measured; null elsewhere (docs/statistics.md, \"Simulator "
+        "validity\")")
 
 
 class LeaderboardRowSerializer(serializers.Serializer):

@@ -206,7 +206,8 @@ def board(request, benchmark, protocol=None):
 
 def simulators_compare(request, benchmark):
     """The benchmark's simulators side by side: how each design's ranking agrees with the
-    arena's, and how its simulated users behave (docs/simulation.md, "Simulator validity")."""
+    arena's and with the studies' labels, and how its simulated users behave
+    (docs/simulation.md, "Simulator validity")."""
     benchmark = get_benchmark_for_user(request.user, benchmark)
     return render(request, "leaderboard/simulators.html",
                   simulators_page(benchmark=benchmark, user=request.user))
@@ -272,6 +273,15 @@ def board_export(request, benchmark, protocol, fmt):
                    "human_agreement": "per metric, its best measured agreement with human "
                                       "labels on this benchmark (human_* fields): "
                                       + lb.trust_rule,
+                   **({"simulator_validity": {
+                       "method": "Kendall tau_b and Spearman rho between each simulation "
+                                 "column's ranking and the arena's Bradley-Terry ranking, and "
+                                 "each study's mean numeric label per system, over the systems "
+                                 "with both; 95% percentile bootstrap resampling the simulated "
+                                 "users and the votes or each system's labelled dialogues "
+                                 "(docs/statistics.md, \"Simulator validity\")",
+                       "columns": {key: trust.as_json() for key, trust in lb.validity.items()}}}
+                      if lb.validity else {}),
                    "rows": records}
         response = JsonResponse(payload, json_dumps_params={"indent": 2})
     else:

@@ -79,6 +79,33 @@ class LabelTable:
                 totals[row.key].append(float(row.value))
         return {key: sum(values) / len(values) for key, values in totals.items()}
 
+    def system_labels(self, name: str) -> dict[str, list[tuple[str, float]]]:
+        """System -> [(dialogue id, value)] of every numeric label of field NAME (each
+        annotator's label a pair; a system's labels of one dialogue, its turns' too, are one
+        cluster), the reference responses' (system REFERENCE) left out: a system's human
+        mean, clustered by dialogue, as simulator validity resamples it."""
+        out: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for row in self.rows:
+            if (row.field == name and row.system != REFERENCE
+                    and isinstance(row.value, int | float) and not isinstance(row.value, bool)):
+                out[row.system].append((row.dialogue_id, float(row.value)))
+        return dict(out)
+
+
+@dataclass(frozen=True)
+class SystemLabels:
+    """One study's labels of one numeric field, per system: a human reference for a
+    simulated ranking (leaderboard/selectors/simulated.py, docs/statistics.md, "Simulator
+    validity")."""
+
+    study: str  # slug
+    study_title: str
+    simulated: bool  # the study's annotators are simulated (the demo's), not people
+    aspect: str  # the field's name
+    aspect_label: str
+    unit_type: str  # turn or dialogue
+    labels: dict[str, list[tuple[str, float]]]  # system name -> [(dialogue id, value)]
+
 
 # --- native studies: the fields of the enabled forms, and one annotation's rows --------------
 

@@ -34,6 +34,8 @@ called significant:
   each coverage the mean and the largest ratio of the PPI++ to the human-only interval width;
 - ``validity_tau`` and ``validity_spearman``: a simulated board's rank agreement with the arena
   (``simulator_validity``) against its population value (``calibration_validity``);
+  ``validity_labels_tau`` and ``validity_labels_spearman``: the same with a study's label means
+  per system as the human side.
 - ``active_*``: the labels active handout saves for the width uniform reaches with 300 labels,
   per judge design at ρ ≈ 0.6 (two of them report their own uncertainty), both policies'
   coverage, an oracle and the designs' bounds (``calibration_active``), once per run.
@@ -91,7 +93,7 @@ from leaderboard.lib.calibration_meta import (
     length_slope_coverage,
     meta_coverage,
 )
-from leaderboard.lib.calibration_validity import validity_coverage
+from leaderboard.lib.calibration_validity import validity_coverage, validity_label_coverage
 from leaderboard.lib.rank_tables import better_matrices, cluster_tables
 
 DIALOGUE_COUNTS = (10, 30, 100)
@@ -562,6 +564,16 @@ def _checks() -> list[Check]:
               "coverage_min", "simulator_validity (simulated boards' trust cell, simulators page)"),
         Check("validity_spearman_shown", "  share of studies given an interval", "shown",
               "simulator_validity (simulated boards' trust cell, simulators page)"),
+        Check("validity_labels_tau", "95% CI of Kendall tau_b, simulated vs labels (6 sys)",
+              "coverage_min", "simulator_validity labels (simulated boards' trust cell, "
+              "simulators page)"),
+        Check("validity_labels_tau_shown", "  share of studies given an interval", "shown",
+              "simulator_validity labels (simulated boards' trust cell, simulators page)"),
+        Check("validity_labels_spearman", "95% CI of Spearman, simulated vs labels (6 sys)",
+              "coverage_min", "simulator_validity labels (simulated boards' trust cell, "
+              "simulators page)"),
+        Check("validity_labels_spearman_shown", "  share of studies given an interval", "shown",
+              "simulator_validity labels (simulated boards' trust cell, simulators page)"),
         Check("arena_style", "95% CI of a style coefficient (4 sys, 40x votes)", "coverage",
               "arena_style.style_controlled_ratings (arena page, API, arena_ratings)"),
         Check("arena_style_shown", "  share of arenas given the interval", "shown",
@@ -668,6 +680,10 @@ def run_checks(
                for k, method in ((0, "bt"), (1, "elo"), (4, "bt_wide"))},
             **{f"validity_{key}": lambda d=dialogues, b=base, method=method, k=k: _shown_share(
                 lambda rng: validity_coverage(rng, d, method), reps, b + 40 + k)
+               for k, (key, method) in enumerate((("tau", "kendall_tau_b"),
+                                                  ("spearman", "spearman")))},
+            **{f"validity_labels_{key}": lambda d=dialogues, b=base, method=method, k=k:
+               _shown_share(lambda rng: validity_label_coverage(rng, d, method), reps, b + 70 + k)
                for k, (key, method) in enumerate((("tau", "kendall_tau_b"),
                                                   ("spearman", "spearman")))},
             "arena_style": lambda d=dialogues, b=base: _shown_share(

@@ -175,7 +175,7 @@ def leaderboard(*, benchmark, protocol: str, user, sort: str = "", order: str = 
         board.sanitised = sanitised
         board.leakage = board_audit(rows=rows, sanitised=sanitised)
         board.validity = (board_validity(
-            benchmark=benchmark, rows=rows, columns=columns,
+            benchmark=benchmark, rows=rows, columns=columns, user=user,
             simulators_url=reverse("leaderboard:simulators", args=[benchmark.slug])))
     return board
 

@@ -63,6 +63,7 @@ def test_checks_are_reproducible():
     (["alpha_interval", "alpha_nominal", "alpha_categories"], 20, "agreement.alpha_with_ci"),
     (["arena_bt", "arena_elo"], 10, "arena.arena_table"),
     (["validity_tau", "validity_spearman"], 10, "simulator_validity"),
+    (["validity_labels_tau", "validity_labels_spearman"], 10, "simulator_validity labels"),
 ])
 def test_checks_run_through_the_page_code_path_and_can_run_alone(capsys, keys, reps, code_path):
     call_command("bench_calibration", "--reps", str(reps), "--dialogues", "10", "--only", *keys,

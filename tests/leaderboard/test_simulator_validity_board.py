@@ -77,7 +77,7 @@ def test_trust_cell_and_simulators_page(sim_benchmark, researcher, client):  # n
     client.force_login(researcher)
     page = client.get(reverse("leaderboard:board", args=[sim_benchmark.slug, BOARD]))
     html = page.content.decode()
-    assert f"τb {tau.value:.2f}" in html
+    assert f"τb vs arena {tau.value:.2f}" in html
     assert reverse("leaderboard:simulators", args=[sim_benchmark.slug]) in html
     export = client.get(reverse("leaderboard:board_export",
                                 args=[sim_benchmark.slug, BOARD, "json"])).json()

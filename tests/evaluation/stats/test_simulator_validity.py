@@ -15,8 +15,12 @@ from evaluation.lib.stats.simulator_validity import (
 from leaderboard.lib.calibration_validity import (
     TRUE_SPEARMAN,
     TRUE_TAU_B,
+    VALIDITY_ANNOTATORS,
+    VALIDITY_LABEL_SPACING,
     VALIDITY_ORDER,
     validity_coverage,
+    validity_label_coverage,
+    validity_label_sample,
     validity_sample,
 )
 
@@ -98,3 +102,17 @@ def test_calibration_design_population_values_by_hand():
     scores, votes = validity_sample(np.random.default_rng(0), 10)
     assert len(scores) == 6 and len(votes) == 100
     assert validity_coverage(np.random.default_rng(1), 10, "kendall_tau_b") in (True, False)
+
+
+def test_calibration_labels_design_population_values():
+    # One large study: each system's label mean is its ν (dialogue effect and annotator noise
+    # average out), so the label means rank the systems as VALIDITY_ORDER does: τ_b 0.6.
+    scores, labels = validity_label_sample(np.random.default_rng(4), 4000)
+    names = sorted(scores)
+    means = [np.mean([v for _, v in labels[name]]) for name in names]
+    assert means == pytest.approx([VALIDITY_LABEL_SPACING * o for o in VALIDITY_ORDER], abs=0.05)
+    assert all(len(labels[name]) == 4000 * VALIDITY_ANNOTATORS for name in names)
+    assert len({d for d, _ in labels[names[0]]}) == 4000  # the annotators share a dialogue
+    simulated = [np.mean(list(scores[name].values())) for name in names]
+    assert stats.kendalltau(simulated, means).statistic == pytest.approx(TRUE_TAU_B)
+    assert validity_label_coverage(np.random.default_rng(1), 10, "spearman") in (True, False)
