@@ -49,10 +49,19 @@ def pool_unit_type(study: Study) -> str | None:
 def pool_scores(study: Study, evaluator: str, metric: str, unit_type: str,
                 pool: list[PoolItem]) -> dict[tuple[str, str], float]:
     """EVALUATOR's METRIC on the units of POOL, keyed (system, unit id)."""
+    return pool_score_set(study, evaluator, metric, unit_type, pool)[0]
+
+
+def pool_score_set(study: Study, evaluator: str, metric: str, unit_type: str,
+                   pool: list[PoolItem]) -> tuple[dict, dict]:
+    """(values, uncertainties) of EVALUATOR's METRIC on the units of POOL, keyed (system, unit
+    id): the uncertainty where the judge reports its own (FACE's grade distributions; the
+    active rule's error predictor, as in the label plan)."""
     sets = evaluator_score_sets(benchmark=study.benchmark, evaluators=[evaluator],
-                                unit_type=unit_type, units={p.unit_id for p in pool})
+                                unit_type=unit_type, units={p.unit_id for p in pool},
+                                with_uncertainty=True)
     score = next((s for s in sets.get(evaluator, []) if s.metric == metric), None)
-    return dict(score.values) if score else {}
+    return (dict(score.values), dict(score.uncertainty)) if score else ({}, {})
 
 
 def handout_choices(*, study: Study) -> list[dict]:

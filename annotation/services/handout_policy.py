@@ -30,6 +30,7 @@ from ..handout_selectors import (
     PoolItem,
     aspect_fields,
     pool_items,
+    pool_score_set,
     pool_scores,
     pool_unit_type,
 )
@@ -197,11 +198,13 @@ def _draw_wave(study: Study, number: int, now) -> HandoutWave:
     """Wave NUMBER of STUDY: its items' π and draws (active_handout.plan_wave), stored."""
     unit_type = pool_unit_type(study) or "turn"
     pool = pool_items(study, unit_type)
-    values = pool_scores(study, study.handout_evaluator, study.handout_metric, unit_type, pool)
+    values, spread = pool_score_set(study, study.handout_evaluator, study.handout_metric,
+                                    unit_type, pool)
     human = study_label_table(study=study).human_means(study.handout_aspect) if number > 1 \
         else {}
     units = [active_handout.PoolUnit(p.item_id, p.system, values.get((p.system, p.unit_id)),
-                                     human.get((p.system, p.unit_id))) for p in pool]
+                                     human.get((p.system, p.unit_id)),
+                                     spread.get((p.system, p.unit_id))) for p in pool]
     seed = _seed(study)
     waves_of = active_handout.assign_waves([(p.system, p.item_id) for p in pool], seed=seed)
     draws = active_handout.plan_wave(units, waves_of, wave=number,

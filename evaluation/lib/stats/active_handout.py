@@ -89,13 +89,15 @@ def assign_waves(units: Sequence[tuple[str, Hashable]], *, seed: int,
 
 @dataclass(frozen=True)
 class PoolUnit:
-    """One item of the pool: its system (GROUP), the evaluator's score (None: unscored) and the
-    human label so far (None: not labelled yet)."""
+    """One item of the pool: its system (GROUP), the evaluator's score (None: unscored), the
+    human label so far (None: not labelled yet) and the judge's own uncertainty about its score
+    (None: it reports none)."""
 
     key: Hashable
     group: str
     score: float | None
     label: float | None = None
+    uncertainty: float | None = None
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,13 @@ def wave_probabilities(pool: Sequence[PoolUnit], wave_keys: set, *, budget: floa
         # as many bins of f as the labels fill with MIN_BIN each (active.predicted_error
         # gives a bin with fewer the overall error): one bin, the same ê, until there are 10
         bins = int(np.clip(len(labelled) // active.MIN_BIN, 1, active.BINS))
+        # the judge's own uncertainty where it reports one (active.error_model, as the label
+        # plan projects), else the quantile bins
+        spread = [u.uncertainty for u in scored]
         error = (active.predicted_error([u.score for u in scored], labelled,
-                                        [scored[i].label for i in labelled], bins=bins)
+                                        [scored[i].label for i in labelled], bins=bins,
+                                        uncertainty=spread if any(v is not None for v in spread)
+                                        else None)
                  if scored else np.ones(0))
         by_key = {u.key: float(e) for u, e in zip(scored, error, strict=True)}
         worst = max(by_key.values(), default=1.0)

@@ -179,3 +179,25 @@ def test_the_waves_interval_covers_at_95_percent():
     assert abs(np.mean(difference_hits) - 0.95) <= 0.03, np.mean(difference_hits)
     assert abs(np.mean(errors)) < 3 * np.std(errors) / np.sqrt(len(errors))
     assert 80 <= np.mean(labels) <= 100  # the budget of 90 per system is spent
+
+
+def test_a_judge_that_reports_its_uncertainty_drives_the_active_rule():
+    # 40 units, the judge's error sd u_k (0.1 or 1.0, alternating in blocks) known to it: the
+    # residuals follow u, so ê = sqrt(α + β u²) (active.error_model), not one number per score
+    # bin, and π follows u, as the label plan projects it
+    rng = np.random.default_rng(4)
+    u = np.where(np.arange(40) % 4 < 2, 0.1, 1.0)
+    f = rng.uniform(1, 5, 40)
+    y = f + rng.normal(0, u)
+    pool = [active_handout.PoolUnit(k, "A", float(f[k]), float(y[k]) if k < 24 else None,
+                                    float(u[k])) for k in range(40)]
+    chunk = set(range(24, 40))
+    probabilities = active_handout.wave_probabilities(pool, chunk, budget=12, active_rule=True)
+    index = list(range(24))
+    model = active.error_model(list(f), index, list(y[:24]), uncertainty=list(u))
+    assert model.predictor == "uncertainty"
+    assert [probabilities[k][1] for k in sorted(chunk)] == pytest.approx(
+        list(model.error[sorted(chunk)]))
+    sure = [probabilities[k][0] for k in chunk if u[k] < 0.5]
+    unsure = [probabilities[k][0] for k in chunk if u[k] > 0.5]
+    assert min(unsure) > 2 * max(sure)
