@@ -131,9 +131,11 @@ def leaderboard_world(db, tiny_benchmark, researcher, settings, tmp_path):
     return make_world(benchmark=tiny_benchmark, owner=researcher, folder=tmp_path)
 
 
-# The slowest files first: pytest-xdist (`make test`, --dist loadfile) hands files out in
-# collection order, so a slow file collected last runs alone at the end while the other
-# process has nothing left to do. Durations: pytest's --durations report.
+# The slowest files first: pytest-xdist (`make test`, --dist loadfile --no-loadscope-reorder)
+# hands files out in collection order, so a slow file collected last would run alone at the end
+# while the other process has nothing left to do. (Without --no-loadscope-reorder xdist hands
+# out the files with the most tests first, and these one-test files last.) Durations: pytest's
+# --durations report.
 SLOW_FIRST = (
     "tests/leaderboard/test_api_schemathesis.py",
     "tests/browser/test_report_pages.py",
