@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,21 @@ class AnswerFormat:
         if self.json_schema is not None:
             return {"name": self.name, "json_schema": self.json_schema}
         return {"name": self.name, "regex": self.regex}
+
+    @property
+    def max_chars(self) -> int | None:
+        """The most characters an answer of this format can have (compact JSON; `length_bound`),
+        None when the format is unbounded."""
+        return length_bound(self.json_schema, self.regex)
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The token cap of a call constrained to this format: ``max_chars`` + 1. Under the
+        constraint every token adds at least one character and the last is the end of the
+        answer, so this cap can never cut a constrained answer before it closes. None when the
+        format is unbounded."""
+        bound = self.max_chars
+        return None if bound is None else bound + 1
 
     def check(self, text: str) -> Any:
         """The parsed answer (a JSON value, or the regex match's text); ``AnswerFormatError``
@@ -111,6 +126,97 @@ def request_parameters(answer_format: AnswerFormat | None, backend: str) -> dict
         return {"extra_body": {"structured_outputs": {"regex": regex}}}
     return {}
 
+
+# --- the length bound -------------------------------------------------------------------------
+
+_REGEX_UNBOUNDED = 65535  # re's MAXREPEAT, as far as width is concerned
+
+
+def length_bound(schema: Mapping[str, Any] | None, regex: str | None) -> int | None:
+    """The most characters an answer matching REGEX, or SCHEMA written as compact JSON without
+    escapes (as the built-in server writes it), can have; None when unbounded (a string
+    without ``maxLength``, an array without ``maxItems``, an integer without both ``minimum``
+    and ``maximum``, an object that allows other keys, a regex with ``*``, ``+`` or ``{n,}``).
+    Both None: any JSON value, unbounded."""
+    if regex is not None:
+        width = _regex_width(regex)
+        return None if width is None or width >= _REGEX_UNBOUNDED else width
+    return _json_bound(schema) if schema is not None else None
+
+
+def _regex_width(pattern: str) -> int | None:
+    try:
+        import re._parser as sre_parse  # Python 3.11+
+    except ImportError:  # pragma: no cover - older Pythons
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        return int(sre_parse.parse(pattern).getwidth()[1])
+    except (re.error, OverflowError, TypeError):
+        return None
+
+
+def _json_bound(schema: Mapping[str, Any]) -> int | None:
+    if "enum" in schema:
+        return max(len(compact_json(value)) for value in schema["enum"]) if schema["enum"] else 0
+    if "const" in schema:
+        return len(compact_json(schema["const"]))
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in schema:
+            bounds = [_json_bound(sub) for sub in schema[combinator]]
+            return None if None in bounds or not bounds else max(bounds)  # type: ignore[type-var]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        bounds = [_json_bound({**schema, "type": name}) for name in kind]
+        return None if None in bounds or not bounds else max(bounds)  # type: ignore[type-var]
+    return _BOUNDS.get(kind, lambda _: None)(schema)
+
+
+def _string_bound(schema: Mapping[str, Any]) -> int | None:
+    # Its characters and the quotes: the built-in server writes no escape in a string
+    # (`local_decoding`), so each character of the string is one of the answer.
+    if "maxLength" not in schema:
+        return None
+    return 2 + int(schema["maxLength"])
+
+
+def _integer_bound(schema: Mapping[str, Any]) -> int | None:
+    if "minimum" not in schema or "maximum" not in schema:
+        return None
+    return max(len(str(int(schema["minimum"]))), len(str(int(schema["maximum"]))))
+
+
+def _array_bound(schema: Mapping[str, Any]) -> int | None:
+    if "maxItems" not in schema:
+        return None
+    items = int(schema["maxItems"])
+    item = _json_bound(schema.get("items", {})) if items else 0
+    return None if item is None else 2 + items * item + max(0, items - 1)
+
+
+def _object_bound(schema: Mapping[str, Any]) -> int | None:
+    if schema.get("additionalProperties") is not False:
+        return None
+    properties = schema.get("properties", {})
+    total = 2 + max(0, len(properties) - 1)
+    for key, sub in properties.items():
+        value = _json_bound(sub)
+        if value is None:
+            return None
+        total += len(compact_json(key)) + 1 + value
+    return total
+
+
+_BOUNDS: dict[Any, Callable[[Mapping[str, Any]], int | None]] = {
+    "string": _string_bound,
+    "integer": _integer_bound,
+    "array": _array_bound,
+    "object": _object_bound,
+    "boolean": lambda _: 5,
+    "null": lambda _: 4,
+}
+
+
+# --- schema validation ------------------------------------------------------------------------
 
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 

@@ -21,6 +21,8 @@ from evaluation.lib.llm.judging import (
     Parsed,
     Rating,
     ask_until_parsed,
+    overlong_reasoning,
+    reasoning_limit,
     tagged_scores_format,
 )
 from evaluation.lib.llm.judging import parse_rating as _parse_rating
@@ -54,12 +56,12 @@ the system's turns (<system>) inside <interaction>; never rate the user's turns 
 
 {log}
 
-Reason step by step following the guideline first. Then give the score as \
+Reason step by step following the guideline first, {limit}. Then give the score as \
 <rating>N</rating>, where N is a whole number from 0 to 4."""
 
 REASK = (
-    "Your answer could not be used: {problem}. Answer again: give your reasoning, then end "
-    "with exactly one tag <rating>N</rating> where N is a whole number from {low} to {high}."
+    "Your answer could not be used: {problem}. Answer again: give your reasoning {limit}, then "
+    "end with exactly one tag <rating>N</rating> where N is a whole number from {low} to {high}."
 )
 
 
@@ -92,16 +94,31 @@ def build_factor_messages(
         standard=_bullets(guideline.scoring_standard),
         steps=_numbered(guideline.steps),
         log=render_log(as_log(log), item_names=item_names),
+        limit=reasoning_limit(REASONING_WORDS),
     )
     return [{"role": "system", "content": _FACTOR_SYSTEM}, {"role": "user", "content": prompt}]
 
 
-# The answer: the rationale (CoRE Appendix E: a few hundred tokens), then one rating tag.
-FACTOR_FORMAT = tagged_scores_format("core_factor", ("rating",), low=0, high=4, reasoning=6000)
+# The answer: the rationale, then one rating tag. CoRE Appendix E's rationales average a few
+# hundred tokens; one factor's counting rule needs the turns it counts and why, which 100
+# words hold (the prompt says so; a longer one from a backend that cannot constrain is read).
+REASONING_WORDS = 100
+FACTOR_FORMAT = tagged_scores_format("core_factor", ("rating",), low=0, high=4,
+                                     words=REASONING_WORDS)
 
 
 def parse_factor_rating(text: str) -> Parsed[Rating]:
-    return _parse_rating(text, low=FACTOR_SCORE_RANGE[0], high=FACTOR_SCORE_RANGE[1])
+    return with_reasoning_hint(
+        _parse_rating(text, low=FACTOR_SCORE_RANGE[0], high=FACTOR_SCORE_RANGE[1]), text,
+        REASONING_WORDS)
+
+
+def with_reasoning_hint(parsed: Parsed[Rating], text: str, words: int) -> Parsed[Rating]:
+    """PARSED, its problem followed by `overlong_reasoning`'s when the answer rambled past
+    WORDS words without a usable rating (what the re-ask then tells the model)."""
+    if parsed.ok:
+        return parsed
+    return Parsed(problem=f"{parsed.problem}{overlong_reasoning(text, ('rating',), words)}")
 
 
 def score_factors(
@@ -132,7 +149,8 @@ def score_factors(
             factor_config,
             build_factor_messages(log, factor, item_names=item_names),
             parse_factor_rating,
-            lambda problem: REASK.format(problem=problem, low=0, high=4),
+            lambda problem: REASK.format(problem=problem, low=0, high=4,
+                                         limit=reasoning_limit(REASONING_WORDS)),
             max_reasks=max_reasks,
             meter=meter,
             answer_format=FACTOR_FORMAT,

@@ -15,13 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from evaluation.lib.llm.conversation import ConversationLog, as_log, item_label, render_log
-from evaluation.lib.llm.core_factors import REASK, FactorResult
+from evaluation.lib.llm.core_factors import REASK, FactorResult, with_reasoning_hint
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import (
     DEFAULT_MAX_REASKS,
     Parsed,
     Rating,
     ask_until_parsed,
+    reasoning_limit,
     tagged_scores_format,
 )
 from evaluation.lib.llm.judging import parse_rating as _parse_rating
@@ -47,11 +48,13 @@ def session_recall(
 
 
 PERSUASIVENESS_RANGE = (0, 2)
-# The answer: a short reason, then <rating>N</rating>, N 0–2. iEvaLM answers the bare number
-# (its logit bias admits only the tokens 0–2, chat.py L205); Concord keeps a reason before it.
+# The answer: a short reason of at most REASON_WORDS words, then <rating>N</rating>, N 0–2.
+# iEvaLM answers the bare number (its logit bias admits only the tokens 0–2, chat.py L205);
+# Concord keeps a reason before it.
+REASON_WORDS = 40
 PERSUASIVENESS_FORMAT = tagged_scores_format("ievalm_persuasiveness", ("rating",),
                                              low=PERSUASIVENESS_RANGE[0],
-                                             high=PERSUASIVENESS_RANGE[1])
+                                             high=PERSUASIVENESS_RANGE[1], words=REASON_WORDS)
 
 # iEvaLM's rubric (script/chat.py L348-363) in Concord's words, in its order: a target named
 # gives 2; otherwise worse / comparable / better than the targets by the explanation: 0 / 1 / 2.
@@ -59,8 +62,9 @@ IEVALM_PERSUASIVENESS_RUBRIC = (
     "How much does its explanation make you want to take the recommendation? Score it with "
     "these rules, in this order: 2 if it names one of the items you are after; otherwise 0 if "
     "what it recommends seems worse than the items you are after, 1 if it seems about as good, "
-    "2 if it seems better, judging by its explanation. Give a short reason, then the score as "
-    "<rating>N</rating> with N in 0, 1 or 2.")
+    "2 if it seems better, judging by its explanation. Give a short reason "
+    f"{reasoning_limit(REASON_WORDS)}, then the score as <rating>N</rating> with N in 0, 1 "
+    "or 2.")
 
 _PERSUASIVENESS_PROMPT = """\
 You are the user in the conversation below. The items you are after: {targets}.
@@ -94,7 +98,9 @@ def persuasiveness_messages(
 
 
 def parse_persuasiveness(text: str) -> Parsed[Rating]:
-    return _parse_rating(text, low=PERSUASIVENESS_RANGE[0], high=PERSUASIVENESS_RANGE[1])
+    return with_reasoning_hint(
+        _parse_rating(text, low=PERSUASIVENESS_RANGE[0], high=PERSUASIVENESS_RANGE[1]), text,
+        REASON_WORDS)
 
 
 def score_persuasiveness(
@@ -111,7 +117,8 @@ def score_persuasiveness(
         config,
         persuasiveness_messages(log, item_names=item_names),
         parse_persuasiveness,
-        lambda problem: REASK.format(problem=problem, low=0, high=2),
+        lambda problem: REASK.format(problem=problem, low=0, high=2,
+                                     limit=reasoning_limit(REASON_WORDS)),
         max_reasks=max_reasks,
         meter=meter,
         answer_format=PERSUASIVENESS_FORMAT,

@@ -504,13 +504,31 @@ class LLMGateway:
             "max_retries": 0,
             **config.generation_parameters(),
         }
-        kwargs.update(request_parameters(answer_format, config.backend))
+        constraint = request_parameters(answer_format, config.backend)
+        kwargs.update(constraint)
+        cap = constrained_max_tokens(answer_format, constraint)
+        if cap is not None:
+            kwargs["max_tokens"] = cap
         if config.api_base:
             kwargs["api_base"] = config.api_base
         api_key = config.resolved_api_key()
         if api_key is not None:
             kwargs["api_key"] = api_key
         return kwargs
+
+
+def constrained_max_tokens(answer_format: AnswerFormat | None,
+                           constraint: Mapping[str, Any]) -> int | None:
+    """The ``max_tokens`` of a call whose answer the backend constrains (CONSTRAINT: the
+    request parameters that constrain it, empty when the backend cannot): the format's own
+    cap (``AnswerFormat.max_tokens``: its longest answer in characters, plus the end), in
+    place of the profile's, so that no cap cuts a constrained answer before it closes, and
+    none lets it run longer than the format allows. None (the profile's cap stays) for an
+    unconstrained call or an unbounded format. The format is part of the cache key, so the
+    key still names everything that shapes the answer."""
+    if answer_format is None or not constraint:
+        return None
+    return answer_format.max_tokens
 
 
 class _InFlightLocks:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError
+from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError, compact_json
 from evaluation.lib.llm.gateway import LLMCallError, LLMGateway, ModelConfig, UsageMeter
 
 T = TypeVar("T")
@@ -126,7 +126,19 @@ def copied_placeholder(text: str, placeholders: Sequence[str]) -> str | None:
 # Answer formats of the tag-based prompts, and JSON answers read through their format
 # --------------------------------------------------------------------------------------------
 
-REASONING_CHARS = 3000  # the reasoning before the tags, at most (bounds a constrained answer)
+# The reasoning before the tags is bounded in words in the prompt ("in at most 60 words") and
+# in characters in the format (what constrained decoding counts): WORD_CHARS per word, an
+# English word and its space taking about six, the rest slack. The bound is what a constrained
+# answer may spend before its tags must come, so a model that rambles (a tiny one always does)
+# still closes every tag within the call's token cap (`AnswerFormat.max_tokens`).
+WORD_CHARS = 8
+JUDGE_REASONING_WORDS = 60  # the Trace and PEPPER judges: a short reasoning
+_TAG_GAP = r"\s{0,2}"  # between the reasoning's end, the tags and the answer's end
+
+
+def reasoning_chars(words: int) -> int:
+    """The characters a reasoning of at most WORDS words may take in a tag format."""
+    return WORD_CHARS * words
 
 
 def _whole_numbers(low: int, high: int) -> str:
@@ -134,13 +146,21 @@ def _whole_numbers(low: int, high: int) -> str:
 
 
 def tagged_scores_format(name: str, keys: Sequence[str], *, low: int, high: int,
-                         reasoning: int = REASONING_CHARS) -> AnswerFormat:
-    """A short reasoning, then ``<key>N</key>`` for every key in order, N a whole number in
-    [LOW, HIGH]: the textual format of the seeds' tag answers (CoRE §4.1, Trace Appendix J,
-    PEPPER §3.3.2). Every answer it matches is read by `parse_tagged_scores` /
-    `parse_rating`, which also take tags in another order or with spaces (the fallback)."""
-    tags = r"\s*".join(rf"<{key}>{_whole_numbers(low, high)}</{key}>" for key in keys)
-    return AnswerFormat(name=name, regex=rf"[^<>]{{0,{reasoning}}}{tags}\s*")
+                         words: int = JUDGE_REASONING_WORDS) -> AnswerFormat:
+    """A reasoning of at most WORDS words (`reasoning_chars` characters, without ``<`` or
+    ``>``), then ``<key>N</key>`` for every key in order, N a whole number in [LOW, HIGH]:
+    the textual format of the seeds' tag answers (CoRE §4.1, Trace Appendix J, PEPPER §3.3.2),
+    bounded in length. Every answer it matches is read by `parse_tagged_scores` /
+    `parse_rating`, which also take tags in another order, with spaces, or after a longer
+    reasoning (the fallback of a backend that cannot constrain)."""
+    tags = _TAG_GAP.join(rf"<{key}>{_whole_numbers(low, high)}</{key}>" for key in keys)
+    return AnswerFormat(name=name,
+                        regex=rf"[^<>]{{0,{reasoning_chars(words)}}}{tags}{_TAG_GAP}")
+
+
+def reasoning_limit(words: int) -> str:
+    """The prompt's words for the reasoning bound of a tag format."""
+    return f"in at most {words} words"
 
 
 def json_answer(text: str, answer_format: AnswerFormat | None) -> Parsed[dict[str, Any]]:
@@ -156,6 +176,28 @@ def json_answer(text: str, answer_format: AnswerFormat | None) -> Parsed[dict[st
             if isinstance(value, dict):
                 return Parsed(value)
     return extract_json_object(text)
+
+
+def format_parser(answer_format: AnswerFormat) -> Callable[[str], Parsed[dict]]:
+    """Parse an answer through ANSWER_FORMAT: the JSON object (the whole answer, as a constrained
+    call gives it, or the first one found in prose or a code fence, as an unconstrained model
+    may write it) must satisfy the schema; otherwise its reason is the re-ask's problem. Keys
+    the schema does not name are dropped first (harmless in an unconstrained answer)."""
+    known = answer_format.json_schema["properties"]
+
+    def parse(text: str) -> Parsed[dict]:
+        found = json_answer(text, answer_format)
+        if found.value is None:
+            return found
+        value = {key: found.value[key] for key in known if key in found.value}
+        try:
+            answer_format.check(compact_json(value))
+        except AnswerFormatError as error:
+            return Parsed(problem=error.reason)
+        if "utterance" in value and not value["utterance"].strip():
+            return Parsed(problem='"utterance" is empty')
+        return Parsed(value)
+    return parse
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,9 +301,11 @@ def judge_aspects(
     max_reasks: int = DEFAULT_MAX_REASKS,
     meter: UsageMeter | None = None,
     answer_format: AnswerFormat | None = None,
+    words: int = JUDGE_REASONING_WORDS,
 ) -> dict[str, AspectScore]:
     """Ask for every aspect as ``<aspect>n</aspect>`` in one answer; re-ask while any is bad.
-    ANSWER_FORMAT: the prompt's declared format (`tagged_scores_format`).
+    ANSWER_FORMAT: the prompt's declared format (`tagged_scores_format`, its reasoning at most
+    WORDS words, which the re-ask repeats).
 
     If answers stay bad, the aspects the last answer did score are kept (they are real answers)
     and each other aspect records its own failure.
@@ -269,13 +313,17 @@ def judge_aspects(
 
     def parse(text: str) -> Parsed[dict[str, int]]:
         scores, problems = parse_tagged_scores(text, aspects, low=low, high=high)
-        return Parsed(problem="; ".join(problems.values())) if problems else Parsed(scores)
+        if not problems:
+            return Parsed(scores)
+        return Parsed(problem="; ".join(problems.values())
+                      + overlong_reasoning(text, aspects, words))
 
     def reask(problem: str) -> str:
         tags = " ".join(f"<{a}>N</{a}>" for a in aspects)
         return (
-            f"Your answer could not be used: {problem}. Answer again: a short reasoning, then "
-            f"every score as {tags}, each N a whole number from {low} to {high}."
+            f"Your answer could not be used: {problem}. Answer again: a short reasoning "
+            f"{reasoning_limit(words)}, then every score as {tags}, each N a whole number from "
+            f"{low} to {high}."
         )
 
     outcome = ask_until_parsed(
@@ -302,6 +350,17 @@ def judge_aspects(
                 reason = f"unparseable after {outcome.attempts} answers: {problems[aspect]}"
             results[aspect] = AspectScore(aspect, None, reason, outcome.attempts, rationale)
     return results
+
+
+def overlong_reasoning(text: str, keys: Sequence[str], words: int) -> str:
+    """What a re-ask adds when an unusable answer's reasoning (its text before the first of
+    KEYS' tags, all of it when there is none) runs past WORDS words: the likely reason its tags
+    are missing (the answer was cut at the token cap). Empty otherwise. A longer reasoning
+    whose tags are all there is read, never refused for its length."""
+    said = len(_text_before_first_tag(text, keys).split())
+    if said <= words:
+        return ""
+    return f" (the reasoning before the tags ran to {said} words; at most {words} were asked)"
 
 
 def _text_before_first_tag(text: str, aspects: Sequence[str]) -> str:

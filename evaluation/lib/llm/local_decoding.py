@@ -6,13 +6,17 @@ processor that masks every token that would leave the format, built on lm-format
 character-level JSON-schema and regex parsers. Tokens are checked against the model's own
 tokenizer, so a model with random weights still answers in the format: the mask, not the
 model, makes the answer parse. JSON is compact (no whitespace between tokens), its strings hold
-no raw control characters, and keys may come in any order.
+no raw control characters and no escape (no backslash: a quote inside a string is written as
+' or “”), and keys may come in any order.
 
 The format also bounds the answer's length: ``length_bound`` is the longest compact answer the
-format allows, in characters, or None when the format is unbounded (a string without
-``maxLength``, an array without ``maxItems``, an integer without both ``minimum`` and
-``maximum``, an unbounded regex). Every token the mask allows adds at least one character, so
-the bound plus one (the end-of-sequence token) caps the tokens.
+format allows, in characters (`answer_format.length_bound`), or None when the format is
+unbounded (a string without ``maxLength``, an array without ``maxItems``, an integer without
+both ``minimum`` and ``maximum``, an unbounded regex). Without escapes a string of at most
+``maxLength`` characters takes at most ``maxLength`` + 2 in the answer, so the bound is exact.
+Every token the mask allows adds at least one character, so the bound plus one (the
+end-of-sequence token) caps the tokens: the gateway sends that cap with a constrained call
+(``AnswerFormat.max_tokens``) and the server never generates more.
 
 torch, transformers and lm-format-enforcer are imported when a mask is built, not at import.
 """
@@ -22,13 +26,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# A character of a JSON string takes at most six (``\\uXXXX``).
-_ESCAPED = 6
-_REGEX_UNBOUNDED = 65535  # re's MAXREPEAT, as far as width is concerned
+from evaluation.lib.llm.answer_format import length_bound as _length_bound
 
 
 class FormatRequestError(ValueError):
@@ -111,85 +114,12 @@ def _pattern(value: str) -> str:
 
 
 def length_bound(fmt: RequestedFormat) -> int | None:
-    """The most characters an answer of FMT can have (compact JSON), None when unbounded."""
+    """The most characters an answer of FMT can have (compact JSON), None when unbounded
+    (`answer_format.length_bound`, the bound the gateway derives a constrained call's
+    ``max_tokens`` from)."""
     if fmt.kind == "regex":
-        width = _regex_width(fmt.pattern or "")
-        return None if width is None or width >= _REGEX_UNBOUNDED else width
-    return _json_bound(fmt.schema) if fmt.schema is not None else None
-
-
-def _regex_width(pattern: str) -> int | None:
-    try:
-        import re._parser as sre_parse  # Python 3.11+
-    except ImportError:  # pragma: no cover - older Pythons
-        import sre_parse  # type: ignore[no-redef]
-    try:
-        return int(sre_parse.parse(pattern).getwidth()[1])
-    except (re.error, OverflowError, TypeError):
-        return None
-
-
-def _json_bound(schema: Mapping[str, Any]) -> int | None:
-    if "enum" in schema:
-        return max(len(_compact(value)) for value in schema["enum"]) if schema["enum"] else 0
-    if "const" in schema:
-        return len(_compact(schema["const"]))
-    for combinator in ("anyOf", "oneOf"):
-        if combinator in schema:
-            bounds = [_json_bound(sub) for sub in schema[combinator]]
-            return None if None in bounds or not bounds else max(bounds)  # type: ignore[type-var]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        bounds = [_json_bound({**schema, "type": name}) for name in kind]
-        return None if None in bounds or not bounds else max(bounds)  # type: ignore[type-var]
-    return _BOUNDS.get(kind, lambda _: None)(schema)
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _string_bound(schema: Mapping[str, Any]) -> int | None:
-    if "maxLength" not in schema:
-        return None
-    return 2 + _ESCAPED * int(schema["maxLength"])
-
-
-def _integer_bound(schema: Mapping[str, Any]) -> int | None:
-    if "minimum" not in schema or "maximum" not in schema:
-        return None
-    return max(len(str(int(schema["minimum"]))), len(str(int(schema["maximum"]))))
-
-
-def _array_bound(schema: Mapping[str, Any]) -> int | None:
-    if "maxItems" not in schema:
-        return None
-    items = int(schema["maxItems"])
-    item = _json_bound(schema.get("items", {})) if items else 0
-    return None if item is None else 2 + items * item + max(0, items - 1)
-
-
-def _object_bound(schema: Mapping[str, Any]) -> int | None:
-    if schema.get("additionalProperties") is not False:
-        return None
-    properties = schema.get("properties", {})
-    total = 2 + max(0, len(properties) - 1)
-    for key, sub in properties.items():
-        value = _json_bound(sub)
-        if value is None:
-            return None
-        total += len(_compact(key)) + 1 + value
-    return total
-
-
-_BOUNDS: dict[Any, Callable[[Mapping[str, Any]], int | None]] = {
-    "string": _string_bound,
-    "integer": _integer_bound,
-    "array": _array_bound,
-    "object": _object_bound,
-    "boolean": lambda _: 5,
-    "null": lambda _: 4,
-}
+        return _length_bound(None, fmt.pattern or "")
+    return _length_bound(fmt.schema, None) if fmt.schema is not None else None
 
 
 # --- the mask ---------------------------------------------------------------------------------
@@ -203,8 +133,9 @@ class TokenizerVocabulary:
     Left out: tokens that decode to a partial UTF-8 sequence (a byte-level vocabulary's lone
     bytes, shown as U+FFFD), which the character-level parsers cannot follow; and for JSON,
     tokens with a control character, which JSON forbids raw in strings and Concord's compact
-    JSON has nowhere else (lm-format-enforcer's fast path for string contents would let them
-    in). A character the vocabulary spells only in byte pieces cannot be written then."""
+    JSON has nowhere else, or with a backslash, so that strings hold no escape and a string's
+    characters are the answer's (lm-format-enforcer's fast path for string contents would let
+    either in). A character the vocabulary spells only in byte pieces cannot be written then."""
 
     def __init__(self, tokenizer: Any, vocab_size: int) -> None:
         self.vocab_size = vocab_size
@@ -223,6 +154,22 @@ class TokenizerVocabulary:
             self._regular.append((token_id, after_anchor, len(after_anchor) > len(alone)))
         self._decode = lambda tokens: tokenizer.decode(tokens).rstrip(_PARTIAL)
         self._data: dict[str, Any] = {}
+        self._regex: dict[str, Any] = {}
+        self._regex_lock = threading.Lock()
+
+    def regex_tokens(self, pattern: str) -> Any:
+        """The tokens PATTERN allows after each state (`local_regex.RegexTokens`), built once
+        per pattern and kept with the vocabulary (so every request of a prompt reuses it)."""
+        from evaluation.lib.llm.local_regex import RegexTokens, compiled
+
+        with self._regex_lock:
+            found = self._regex.get(pattern)
+            if found is None:
+                found = RegexTokens(compiled(pattern), [(i, text) for i, text, _ in
+                                                        self._regular],
+                                    self.eos_token_id, self.vocab_size)
+                self._regex[pattern] = found
+            return found
 
     def data(self, kind: str) -> Any:
         """lm-format-enforcer's tokenizer data for answer formats of KIND (json, regex)."""
@@ -238,31 +185,36 @@ class TokenizerVocabulary:
 
 
 _PARTIAL = "\N{REPLACEMENT CHARACTER}"
-_CONTROL = re.compile(r"[\x00-\x1f]")
+_CONTROL = re.compile(r"[\x00-\x1f\\]")  # and the backslash: no escape in a JSON string
 
 
 def format_mask(fmt: RequestedFormat, vocabulary: TokenizerVocabulary,
                 prompt_length: int) -> Any:
     """A transformers LogitsProcessor that keeps only the tokens FMT allows next."""
     import torch
-    from lmformatenforcer import CharacterLevelParserConfig, JsonSchemaParser, RegexParser
+    from lmformatenforcer import CharacterLevelParserConfig, JsonSchemaParser
     from lmformatenforcer.tokenenforcer import TokenEnforcer
     from transformers import LogitsProcessor
 
     if fmt.kind == "regex":
-        parser = RegexParser(fmt.pattern)
+        return _regex_mask(vocabulary.regex_tokens(fmt.pattern or ""), prompt_length)
     else:
-        parser = JsonSchemaParser(dict(fmt.schema) if fmt.schema is not None else None)
+        parser = _compact_json()(
+            JsonSchemaParser(enforceable(fmt.schema) if fmt.schema is not None else None))
     enforcer = TokenEnforcer(vocabulary.data(fmt.kind), parser)
     if fmt.kind == "json":
         # TokenEnforcer gives the parser the tokenizer's single characters as its alphabet.
         # JSON forbids raw control characters in strings (a byte-level vocabulary has them as
-        # tokens, and the parser would let them in), and Concord asks for compact JSON: no
-        # whitespace between tokens. (Forcing the schema's key order is left off: with it,
-        # lm-format-enforcer 0.11.3 lets a comma stand before "}" when optional keys follow.)
-        alphabet = "".join(c for c in parser.config.alphabet if ord(c) >= 0x20)
+        # tokens, and the parser would let them in); no backslash, so no escape makes a string
+        # longer than its characters (the length bound stays exact). Whitespace is left to
+        # `_compact_json` (none between tokens, any inside a string): lm-format-enforcer's own
+        # limit, `max_consecutive_whitespaces`, counts the spaces inside strings too, so at 0 a
+        # string with a space ("Common User", a debate role's name as an enum) could not be
+        # written. (Forcing the schema's key order is left off: with it, lm-format-enforcer
+        # 0.11.3 lets a comma stand before "}" when optional keys follow.)
+        alphabet = "".join(c for c in parser.config.alphabet if ord(c) >= 0x20 and c != "\\")
         enforcer.root_parser.config = CharacterLevelParserConfig(
-            alphabet=alphabet, max_consecutive_whitespaces=0)
+            alphabet=alphabet, max_consecutive_whitespaces=_ANY_WHITESPACE)
 
     class FormatMask(LogitsProcessor):
         def __call__(self, input_ids: Any, scores: Any) -> Any:
@@ -272,6 +224,114 @@ def format_mask(fmt: RequestedFormat, vocabulary: TokenizerVocabulary,
             return scores + mask
 
     return FormatMask()
+
+
+def _regex_mask(tokens: Any, prompt_length: int) -> Any:
+    """A LogitsProcessor keeping the tokens a regular expression allows next
+    (`local_regex.RegexTokens`; its state follows the generated tokens)."""
+    import torch
+    from transformers import LogitsProcessor
+
+    program = tokens.program
+
+    class RegexMask(LogitsProcessor):
+        def __init__(self) -> None:
+            self.state, self.read = program.start, 0
+
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            generated = input_ids[0, prompt_length:].tolist()
+            for token_id in generated[self.read:]:
+                self.state = program.feed(self.state, tokens.text_of(token_id))
+            self.read = len(generated)
+            mask = torch.full_like(scores, float("-inf"))
+            mask[:, _allowed_ids(tokens.allowed(self.state), scores.shape[-1])] = 0
+            return scores + mask
+
+    return RegexMask()
+
+
+_ENUM_INTEGERS = 1000  # a bounded integer with at most this many values becomes their enum
+
+
+def enforceable(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """SCHEMA as lm-format-enforcer can enforce it: 0.11.3 ignores an integer's ``minimum`` and
+    ``maximum`` (a constrained "score" 0–100 could run to "3333…" until the token cap cut it),
+    so an integer with both, and at most _ENUM_INTEGERS values, becomes the enum of its values
+    (the same answers, and the length bound counts them the same way)."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            out[key] = {name: enforceable(sub) for name, sub in value.items()}
+        elif key == "items" and isinstance(value, Mapping):
+            out[key] = enforceable(value)
+        elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+            out[key] = [enforceable(sub) for sub in value]
+        else:
+            out[key] = value
+    low, high = out.get("minimum"), out.get("maximum")
+    if (out.get("type") == "integer" and "enum" not in out and isinstance(low, int)
+            and isinstance(high, int) and 0 <= high - low < _ENUM_INTEGERS):
+        out["enum"] = list(range(low, high + 1))
+    return out
+
+
+_ANY_WHITESPACE = 1 << 30  # lm-format-enforcer's whitespace limit, left to `_compact_json`
+
+
+@functools.cache
+def _compact_json() -> type:
+    """A character-level JSON parser that allows no whitespace between JSON's tokens (compact
+    JSON, what the length bound counts) and keeps every character inside a string: it wraps
+    lm-format-enforcer's JsonSchemaParser and drops whitespace from the allowed characters
+    unless the parser is inside a string (after its opening quote, before its closing one)."""
+    from lmformatenforcer import CharacterLevelParser, JsonSchemaParser
+    from lmformatenforcer.characterlevelparser import UnionParser
+    from lmformatenforcer.consts import WHITESPACE_CHARACTERS
+    from lmformatenforcer.jsonschemaparser import StringParsingState
+
+    def in_string(parser: Any) -> bool:
+        if isinstance(parser, UnionParser):
+            return any(in_string(option) for option in parser.parsers)
+        if isinstance(parser, JsonSchemaParser):
+            return bool(parser.object_stack) and in_string(parser.object_stack[-1])
+        if isinstance(parser, StringParsingState):  # a number enum is one without quotes
+            return (parser.require_opening_quote and parser.seen_opening_quote
+                    and not parser.seen_closing_quote)
+        return False
+
+    class CompactJson(CharacterLevelParser):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        @property
+        def config(self) -> Any:
+            return self.inner.config
+
+        @config.setter
+        def config(self, value: Any) -> None:
+            self.inner.config = value
+
+        def add_character(self, new_character: str) -> Any:
+            return CompactJson(self.inner.add_character(new_character))
+
+        def get_allowed_characters(self) -> str:
+            allowed = self.inner.get_allowed_characters()
+            if in_string(self.inner):
+                return allowed
+            return "".join(c for c in allowed if c not in WHITESPACE_CHARACTERS)
+
+        def can_end(self) -> bool:
+            return self.inner.can_end()
+
+        def shortcut_key(self) -> Any:
+            return self.inner.shortcut_key()
+
+        def cache_key(self) -> Any:
+            return self.inner.cache_key()
+
+    return CompactJson
 
 
 def _allowed_ids(allowed: list[int], width: int) -> list[int]:

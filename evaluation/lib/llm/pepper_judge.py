@@ -17,15 +17,19 @@ from evaluation.lib.llm.conversation import ConversationLog, as_log, render_plai
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import (
     DEFAULT_MAX_REASKS,
+    JUDGE_REASONING_WORDS,
     AspectScore,
     judge_aspects,
+    reasoning_limit,
     tagged_scores_format,
 )
 
 PEPPER_ASPECTS: tuple[str, ...] = ("proactiveness", "coherence", "personalization")
 SCORE_RANGE = (1, 5)
+# A reasoning of at most REASONING_WORDS words (the prompt says so), then the three tags.
+REASONING_WORDS = JUDGE_REASONING_WORDS
 ANSWER_FORMAT = tagged_scores_format("pepper_judge", PEPPER_ASPECTS, low=SCORE_RANGE[0],
-                                     high=SCORE_RANGE[1])
+                                     high=SCORE_RANGE[1], words=REASONING_WORDS)
 
 _TASK = """\
 Below is a conversation between a User and a conversational recommender system (the \
@@ -54,7 +58,8 @@ Read the whole conversation before rating.
 {preferences}
 </user_preferences>
 
-Give a short reasoning first, then the three scores, each a whole number from 1 to 5:
+Give a short reasoning first, {limit}, then the three scores, each a whole number from 1 \
+to 5:
 <proactiveness>N</proactiveness>
 <coherence>N</coherence>
 <personalization>N</personalization>"""
@@ -72,6 +77,7 @@ def build_pepper_messages(
         domain=domain,
         dialogue=render_plain_dialogue(log.turns),
         preferences=preferences or "(not given: use the preferences stated in the conversation)",
+        limit=reasoning_limit(REASONING_WORDS),
     )
     return [{"role": "user", "content": prompt}]
 
@@ -97,4 +103,5 @@ def judge_pepper_log(
         max_reasks=max_reasks,
         meter=meter,
         answer_format=ANSWER_FORMAT,
+        words=REASONING_WORDS,
     )

@@ -18,8 +18,10 @@ from xml.sax.saxutils import escape
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
 from evaluation.lib.llm.judging import (
     DEFAULT_MAX_REASKS,
+    JUDGE_REASONING_WORDS,
     AspectScore,
     judge_aspects,
+    reasoning_limit,
     tagged_scores_format,
 )
 
@@ -31,9 +33,11 @@ TRACE_CRITERIA: tuple[str, ...] = (
     "justification",
 )
 SCORE_RANGE = (1, 5)
-# The answer: a short reasoning, then the five tags in order (docs/llm.md, "Answer formats").
+# The answer: a reasoning of at most REASONING_WORDS words, then the five tags in order
+# (docs/llm.md, "Answer formats"); the prompt says the same limit in words.
+REASONING_WORDS = JUDGE_REASONING_WORDS
 ANSWER_FORMAT = tagged_scores_format("trace_judge", TRACE_CRITERIA, low=SCORE_RANGE[0],
-                                     high=SCORE_RANGE[1])
+                                     high=SCORE_RANGE[1], words=REASONING_WORDS)
 
 CRITERION_ANCHORS: dict[str, tuple[str, str]] = {
     "relevance": (
@@ -128,7 +132,8 @@ Rate the system response that ends the dialogue below on each criterion, from 1 
 {reviews}
 </cited_reviews>
 
-Give a short reasoning first. Then give every score in its tag, each a whole number from 1 to 5:
+Give a short reasoning first, {limit}. Then give every score in its tag, each a whole number \
+from 1 to 5:
 {tags}"""
 
 
@@ -148,6 +153,7 @@ def build_trace_judge_messages(turn: JudgedTurn) -> list[dict[str, str]]:
         response=escape(turn.response),
         reviews=reviews or "(the response cites no review)",
         tags="\n".join(f"<{c}>N</{c}>" for c in TRACE_CRITERIA),
+        limit=reasoning_limit(REASONING_WORDS),
     )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
 
@@ -172,6 +178,7 @@ def judge_trace_turn(
         max_reasks=max_reasks,
         meter=meter,
         answer_format=ANSWER_FORMAT,
+        words=REASONING_WORDS,
     )
 
 

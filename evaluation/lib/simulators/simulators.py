@@ -47,14 +47,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.lib.live.contract import LiveAnswer
-from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError, compact_json
+from evaluation.lib.llm.answer_format import AnswerFormat
 from evaluation.lib.llm.core_recall_persuasiveness import (
     IEVALM_PERSUASIVENESS_RUBRIC,
     PERSUASIVENESS_FORMAT,
+    REASON_WORDS,
     parse_persuasiveness,
 )
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig, UsageMeter
-from evaluation.lib.llm.judging import Parsed, ask_until_parsed, json_answer
+from evaluation.lib.llm.judging import (
+    ask_until_parsed,
+    format_parser,
+    reasoning_limit,
+)
 from evaluation.lib.llm.registry import Prompt
 from evaluation.lib.metrics.ievalm import ACCEPT_AT, accepts
 from evaluation.lib.simulators.leakage import SANITISED, SANITISED_LABEL
@@ -269,28 +274,6 @@ def _ask_for(shape: str) -> str:
     return f"Reply with one line of compact JSON only, no other text: {shape}"
 
 
-def format_parser(answer_format: AnswerFormat):
-    """Parse an answer through ANSWER_FORMAT: the JSON object (the whole answer, as a constrained
-    call gives it, or the first one found in prose or a code fence, as an unconstrained model
-    may write it) must satisfy the schema; otherwise its reason is the re-ask's problem. Keys
-    the schema does not name are dropped first (harmless in an unconstrained answer)."""
-    known = answer_format.json_schema["properties"]
-
-    def parse(text: str) -> Parsed[dict]:
-        found = json_answer(text, answer_format)
-        if found.value is None:
-            return found
-        value = {key: found.value[key] for key in known if key in found.value}
-        try:
-            answer_format.check(compact_json(value))
-        except AnswerFormatError as error:
-            return Parsed(problem=error.reason)
-        if "utterance" in value and not value["utterance"].strip():
-            return Parsed(problem='"utterance" is empty')
-        return Parsed(value)
-    return parse
-
-
 class _LLMSimulator(Simulator):
     needs_llm = True
 
@@ -420,8 +403,9 @@ class PepperSimulator(_LLMSimulator):
 
 
 def _persuasiveness_reask(problem: str) -> str:
-    return (f"Your reply could not be used: {problem}. Give a short reason, then the score as "
-            "<rating>N</rating> with N in 0, 1 or 2.")
+    return (f"Your reply could not be used: {problem}. Give a short reason "
+            f"{reasoning_limit(REASON_WORDS)}, then the score as <rating>N</rating> with N in 0, "
+            "1 or 2.")
 
 
 class IEvaLMSimulator(_LLMSimulator):

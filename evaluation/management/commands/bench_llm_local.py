@@ -16,8 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation.lib.llm import registry as evaluators
 from evaluation.lib.llm.gateway import InMemoryResponseCache, LLMGateway, ModelConfig
 from evaluation.lib.llm.limiter import ProcessLimiter
-from evaluation.lib.llm.local_bench import DIALOGUES, TASKS, run_bench, table
-from evaluation.lib.llm.local_decoding import format_of, length_bound
+from evaluation.lib.llm.local_bench import SAMPLES, TASKS, run_bench, table
 from evaluation.lib.llm.local_server import LocalCausalLM, serve_in_thread, smollm2_path
 from evaluation.lib.simulators.simulators import SIMULATORS
 
@@ -32,13 +31,13 @@ class Command(BaseCommand):
                             help="torch threads (default 1: on a busy machine more are slower)")
         parser.add_argument("--only", action="append", default=[],
                             help=f"measure only these ({', '.join(t.key for t in TASKS)})")
-        parser.add_argument("--dialogues", type=int, default=len(DIALOGUES), choices=(1, 2),
+        parser.add_argument("--dialogues", type=int, default=len(SAMPLES), choices=(1, 2),
                             help="requests per evaluator and mode (default 2)")
         parser.add_argument("--json", action="store_true", dest="as_json")
         parser.add_argument("--representative", action="store_true",
-                            help="use each evaluator's representative JSON format, not the one "
-                                 "its registered object declares (the declared tag formats let "
-                                 "the reasoning run to 1,500-3,000 characters)")
+                            help="a representative request and JSON format per evaluator "
+                                 "(the table before issue 31 item 6), not the evaluator's own "
+                                 "prompt and the format its registered object declares")
 
     def handle(self, *, model_path, threads, only, dialogues, as_json, representative=False,
                **options):
@@ -64,10 +63,13 @@ class Command(BaseCommand):
             gateway = LLMGateway(InMemoryResponseCache(), max_concurrency=1, max_retries=0,
                                  limiter=ProcessLimiter())
 
-            def complete(messages, answer_format, max_tokens):
+            def complete(messages, answer_format, max_tokens, logprobs=False):
+                # A constrained call's max_tokens is its format's cap: the gateway sends that
+                # (AnswerFormat.max_tokens) whatever the profile says.
                 config = ModelConfig(f"openai/{lm.name}", api_base=api_base, api_key="local",
                                      backend="concord-local", temperature=0.0,
-                                     max_tokens=max_tokens, timeout=3600.0)
+                                     max_tokens=max_tokens, timeout=3600.0, logprobs=logprobs,
+                                     top_logprobs=20 if logprobs else None)
                 return gateway.complete(config, messages, answer_format=answer_format)
 
             def progress(line):
@@ -81,12 +83,12 @@ class Command(BaseCommand):
                         "core": evaluators.find("core"), "face": evaluators.find("face"),
                         "pepper_simulator": SIMULATORS.get("pepper"),
                         "ievalm_simulator": SIMULATORS.get("ievalm")}
-            rows = run_bench(complete, registry={} if representative else registry,
-                             progress=progress, tasks=tasks, dialogues=dialogues,
-                             bound=lambda fmt: length_bound(format_of(fmt)))
+            rows = run_bench(complete, registry=None if representative else registry,
+                             progress=progress, tasks=tasks, dialogues=dialogues)
             server.shutdown()
             server.server_close()
         report = {"model": lm.name, "path": str(path), "threads": threads,
+                  "formats": "representative" if representative else "declared",
                   "dialogues": dialogues,
                   "seconds": time.monotonic() - started, "rows": rows}
         if as_json:

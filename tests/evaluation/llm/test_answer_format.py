@@ -84,3 +84,31 @@ def test_the_format_reaches_the_server_and_separates_cache_entries(llm_server, g
 
 def test_compact_json_has_no_spaces():
     assert compact_json({"a": [1, 2], "b": "é"}) == '{"a":[1,2],"b":"é"}'
+
+
+def test_a_constrained_call_is_capped_by_its_format_not_by_the_profile(llm_server, gateway):
+    """The gateway sends a constrained call's max_tokens from the format's length bound (its
+    longest answer in characters, plus the end), in place of the profile's: a smaller profile
+    cap would cut the answer before it closes. An unconstrained call (a regex the openai
+    backend cannot send) or an unbounded format keeps the profile's cap."""
+    bounded = AnswerFormat("bounded", json_schema={
+        "type": "object", "additionalProperties": False, "required": ["score", "reason"],
+        "properties": {"score": {"type": "integer", "enum": [1, 2, 3]},
+                       "reason": {"type": "string", "maxLength": 20}}})
+    # {"score":1,"reason":"<20 characters>"} and the end of the answer
+    assert bounded.max_chars == len('{"score":1,"reason":""}') + 20
+    assert bounded.max_tokens == bounded.max_chars + 1
+    verdict = AnswerFormat("verdict", regex=r"reasons[^<>]{0,40}<answer>(?:yes|no)</answer>")
+    assert verdict.max_chars == len("reasons") + 40 + len("<answer>yes</answer>")
+    assert SCORE.max_chars is None and SCORE.max_tokens is None  # "ids" has no maxLength
+    assert AnswerFormat("free", regex=r"[a-z]+\s*").max_tokens is None
+    server = llm_server(['{"score":1,"reason":"ok"}', "reasons <answer>no</answer>",
+                         '{"score":2,"reason":"ok"}'])
+    config = config_for(server, max_tokens=5)
+
+    gateway.complete(config, HELLO, answer_format=bounded)
+    gateway.complete(config, HELLO, answer_format=verdict)
+    gateway.complete(config, HELLO, answer_format=SCORE)
+
+    sent = [request.params["max_tokens"] for request in server.requests]
+    assert sent == [bounded.max_tokens, 5, 5]

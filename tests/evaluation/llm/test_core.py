@@ -185,6 +185,29 @@ def test_a_malformed_answer_is_reasked_with_the_problem_stated(llm_server, gatew
     assert "outside 0–4" in server.requests[2].messages[-1]["content"]
 
 
+def test_a_factor_rationale_cut_before_its_rating_is_reasked_with_the_word_limit(
+        llm_server, gateway):
+    """The prompt asks for at most 100 words of reasoning (the format's bound); a longer
+    rationale with its rating is read as it is, one that never reached its rating (cut at the
+    token cap) is re-asked with the count and the limit."""
+    prompt = build_factor_messages(REALISTIC_LOG, "naturalness")[-1]["content"]
+    assert "Reason step by step following the guideline first, in at most 100 words." in prompt
+    long = " ".join(["Turn two answers the request naturally and politely."] * 20)  # 160 words
+    server = llm_server([long + "\n<rating>3</rating>", long, "Short. <rating>2</rating>"])
+
+    read = score_factors(REALISTIC_LOG, gateway=gateway, config=config_for(server),
+                         factors=["naturalness"])["naturalness"]
+    reasked = score_factors(REALISTIC_LOG, gateway=gateway, config=config_for(server),
+                            factors=["coherence"])["coherence"]
+
+    assert (read.score, read.attempts, read.rationale) == (3, 1, long)
+    assert (reasked.score, reasked.attempts) == (2, 2)
+    correction = server.requests[2].messages[-1]["content"]
+    assert "no <rating>…</rating> tag found (the reasoning before the tags ran to 160 words; " \
+           "at most 100 were asked)" in correction
+    assert "give your reasoning in at most 100 words, then end with exactly one tag" in correction
+
+
 def test_answers_that_stay_malformed_become_a_recorded_failure(llm_server, gateway):
     server = llm_server(["no score", "still none", "<rating>9</rating>", "never asked"])
 

@@ -20,7 +20,7 @@ import pytest
 
 from evaluation.lib.llm.answer_format import AnswerFormat, AnswerFormatError, request_parameters
 from evaluation.lib.llm.gateway import LLMGateway, ModelConfig
-from evaluation.lib.llm.local_bench import TASKS, declared_format, table
+from evaluation.lib.llm.local_bench import TASKS, declared_request, run_bench, table
 from evaluation.lib.llm.local_decoding import length_bound, requested_format
 from tests.evaluation.llm.tiny_models import char_level_gpt2, tiny_gguf
 
@@ -183,9 +183,9 @@ def test_every_sampled_answer_of_a_random_model_has_the_declared_format(char_ser
 def test_the_length_bound_of_a_format_in_characters():
     judge = requested_format({"response_format": {"type": "json_schema", "json_schema": {
         "name": "judge", "schema": dict(JUDGE.json_schema)}}})
-    # {"relevance":5,"reason":"<40 characters, each up to 6 escaped>",
+    # {"relevance":5,"reason":"<40 characters, no escape>",
     #  "ranked":["m300","m300","m300"],"grounded":false}
-    expected = (2 + 3 + len('"relevance":') + 1 + len('"reason":') + 2 + 6 * 40
+    expected = (2 + 3 + len('"relevance":') + 1 + len('"reason":') + 2 + 40
                 + len('"ranked":') + 2 + 3 * len('"m300"') + 2 + len('"grounded":') + 5)
     assert length_bound(judge) == expected
     assert length_bound(requested_format({"structured_outputs": {"regex": VERDICT.regex}})) == (
@@ -327,20 +327,85 @@ def test_the_bench_command_measures_each_evaluator_with_and_without_its_format(t
         assert row["tokens_per_second"] > 0 and row["seconds_per_call"] > 0
     assert rows["trace_judge"]["smallest_run_seconds"] == pytest.approx(
         rows["trace_judge"]["seconds_per_call"])
-    assert rows["face"]["smallest_run_seconds"] == pytest.approx(
-        5 * rows["face"]["seconds_per_call"])
+    # FACE's run also decomposes its 2 turns, which this run did not measure: no total.
+    assert rows["face"]["calls_in_smallest_run"] == 3
+    assert rows["face"]["smallest_run_seconds"] is None
     assert "trace_judge dialogue 2/2 unconstrained: not parsed" in err.getvalue()
     markdown = table(report["rows"])
     assert markdown.splitlines()[2].startswith(
         "| Trace judge (one turn) | representative | 2/2 | 0/2 |")
 
 
-def test_the_bench_takes_the_format_an_evaluator_declares():
-    declared = AnswerFormat("face_score", regex=r"Score: [1-3]")
-    face = next(task for task in TASKS if task.key == "face")
+def test_the_bench_asks_each_evaluator_its_own_prompt_in_the_format_it_declares():
+    from evaluation.lib.llm import registry
+    from evaluation.lib.llm.core_factors import FACTOR_FORMAT
+    from evaluation.lib.llm.face.aspects import ASPECTS
+    from evaluation.lib.llm.face.prompts import DECOMPOSITION_FORMAT, score_format
+    from evaluation.lib.llm.trace_judge import ANSWER_FORMAT as TRACE_FORMAT
+    from evaluation.lib.simulators.simulators import SIMULATORS, UTTERANCE_FORMAT
 
-    class Registered:  # what an evaluator's registered object may carry
-        answer_formats = (AnswerFormat("face_decomposition", regex="x"), declared)
+    found = {"trace_judge": registry.find("trace_judge"), "core": registry.find("core"),
+             "face": registry.find("face"), "pepper_simulator": SIMULATORS["pepper"],
+             "ievalm_simulator": SIMULATORS["ievalm"]}
+    task = {t.key: t for t in TASKS}
+    trace = declared_request(task["trace_judge"], found, 0)
+    assert trace.answer_format is TRACE_FORMAT
+    assert "in at most 60 words" in trace.messages[-1]["content"]
+    assert declared_request(task["core"], found, 1).answer_format is FACTOR_FORMAT
+    assert declared_request(task["face_decomposition"], found, 0).answer_format is (
+        DECOMPOSITION_FORMAT)
+    face = declared_request(task["face"], found, 0)
+    assert face.answer_format == score_format(ASPECTS["relevance"]) and face.logprobs
+    assert declared_request(task["ievalm_simulator"], found, 0).answer_format is (
+        UTTERANCE_FORMAT)
+    pepper = declared_request(task["pepper_simulator"], found, 0).answer_format
+    assert pepper.name == "pepper_reflections"
+    assert declared_request(task["llm_zero_shot"], found, 0).answer_format.name == (
+        "ranked_answer")
+    # An evaluator that declares nothing gets the representative request.
+    assert declared_request(task["pepper_judge"], found, 0) is None
+    assert declared_request(task["pepper_judge"], {"pepper_judge": object()}, 0) is None
 
-    assert declared_format(face, {"face": Registered()}) is declared
-    assert declared_format(face, {"face": object()}) is None
+
+def test_the_bench_reads_each_declared_answer_with_its_evaluators_parser_and_adds_up_face():
+    """run_bench on scripted answers (no model): each declared request's example answer is read
+    by the evaluator's own parser, an answer copying the prompt's placeholder is refused, an
+    unconstrained call gets at most 128 tokens and a constrained one its format's cap, and
+    FACE's smallest run adds its 2 decompositions to its 3 particle scores."""
+    from types import SimpleNamespace
+
+    from evaluation.lib.llm import registry
+    from evaluation.lib.simulators.simulators import SIMULATORS
+
+    answers = {"face_score_0_2": "Fits.\nScore: 2",
+               "face_particles": 'One.\n```json\n[{"dialogue_act":"recommendation",'
+                                 '"mention":"Try it","user_feedback":""}]\n```',
+               "ranked_answer": '{"ranked_item_ids":["h12"],"response":"<your next message '
+                                'to the user>"}'}
+    sent = []
+
+    def complete(messages, answer_format, max_tokens, logprobs=False):
+        sent.append((answer_format, max_tokens))
+        text = answers[answer_format.name] if answer_format is not None else "free text"
+        tokens = [SimpleNamespace(token=piece, top=((piece, -0.1),))
+                  for piece in text.split(" ")] if logprobs else None
+        if tokens:  # the grade is its own token, as a model writes it
+            tokens = [*tokens[:-1], SimpleNamespace(token=" ", top=()),
+                      SimpleNamespace(token=text.rsplit(" ", 1)[1], top=(("2", -0.1),))]
+        return SimpleNamespace(text=text, completion_tokens=5, logprobs=tokens)
+
+    tasks = [t for t in TASKS if t.key in ("face", "face_decomposition", "llm_zero_shot")]
+    rows = {row["evaluator"]: row for row in run_bench(
+        complete, registry={"face": registry.find("face"), "pepper": SIMULATORS["pepper"]},
+        tasks=tasks, dialogues=1)}
+
+    assert rows["face"]["parsed_constrained"] == "1/1"
+    assert rows["face_decomposition"]["parsed_constrained"] == "1/1"
+    assert rows["face"]["parsed_unconstrained"] == "0/1"
+    zero_shot = rows["llm_zero_shot"]["calls"]["constrained"][0]
+    assert not zero_shot["parsed"] and "copies the prompt's placeholder" in zero_shot["reason"]
+    assert rows["face"]["smallest_run_seconds"] == pytest.approx(
+        3 * rows["face"]["seconds_per_call"]
+        + 2 * rows["face_decomposition"]["seconds_per_call"])
+    for answer_format, max_tokens in sent:
+        assert max_tokens == (128 if answer_format is None else answer_format.max_tokens)

@@ -88,6 +88,33 @@ def test_trace_judge_keeps_valid_scores_and_records_failures_for_the_rest(llm_se
     assert "no <informativeness>" in scores["informativeness"].failure
 
 
+def test_a_reasoning_longer_than_asked_is_read_and_one_cut_before_its_tags_is_reasked(
+        llm_server, gateway):
+    """The prompt asks for at most 60 words (the format's bound under constrained decoding).
+    A real model on a backend that cannot constrain may write more: with its tags there, the
+    answer is read as it is (no re-ask, no drop); cut before its tags (its token cap), it is
+    re-asked, and the re-ask says why and repeats the limit."""
+    prompt = build_trace_judge_messages(JudgedTurn.from_dict(TURN))[-1]["content"]
+    assert "Give a short reasoning first, in at most 60 words. Then give every score" in prompt
+    rambling = " ".join(["The response names a quiet seafood place near the harbour."] * 25)
+    server = llm_server([rambling + "\n" + ALL_FIVE, rambling, ALL_FIVE])
+
+    long_but_complete = judge_trace_turn(TURN, gateway=gateway, config=config_for(server))
+    cut = judge_trace_turn({**TURN, "response": "Try Quiet Cove."}, gateway=gateway,
+                           config=config_for(server))
+
+    assert long_but_complete["relevance"].score == 5
+    assert long_but_complete["relevance"].attempts == 1
+    assert long_but_complete["relevance"].rationale.startswith(rambling)
+    assert {c: s.score for c, s in cut.items()} == {c: s.score for c, s in
+                                                     long_but_complete.items()}
+    assert cut["relevance"].attempts == 2
+    reask = server.requests[2].last_user_text
+    assert "no <relevance>…</relevance> tag found" in reask
+    assert "(the reasoning before the tags ran to 250 words; at most 60 were asked)" in reask
+    assert "Answer again: a short reasoning in at most 60 words, then every score" in reask
+
+
 def test_many_trace_turns_are_judged_in_order(llm_server, gateway):
     def script(request):
         score = 2 if "turn-one" in request.prompt_text else 5

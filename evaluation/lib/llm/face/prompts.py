@@ -17,22 +17,50 @@ from collections.abc import Sequence
 
 from evaluation.lib.llm.answer_format import AnswerFormat
 from evaluation.lib.llm.face.aspects import FaceAspect
+from evaluation.lib.llm.judging import reasoning_chars, reasoning_limit
 
 DIALOGUE_ACTS = ("greeting", "preference elicitation", "recommendation", "goodbye", "others")
 SCORE_MARKER = "Score:"
 # The answers as data (docs/llm.md, "Answer formats"). Both stay textual, as FACE asks for
-# step-by-step reasoning before the answer: the particles as a JSON list in a ```json code
-# block at the end, and a score as a last line "Score: N" (whose token's top log-probabilities
-# are the score distribution of Eq. 1). The bounds keep a constrained answer short.
+# step-by-step reasoning before the answer: the particles as one line of compact JSON in a
+# ```json code block at the end, and a score as a last line "Score: N" (whose token's top
+# log-probabilities are the score distribution of Eq. 1). Every part is bounded, in words in
+# the prompt and in characters in the format (judging.reasoning_chars), so a constrained
+# answer closes within its token cap (AnswerFormat.max_tokens).
+DECOMPOSITION_WORDS = 100  # the four steps' reasoning, in all
+SCORE_WORDS = 40  # "Reason briefly"
+MAX_PARTICLES = 6  # FACE's turns have a few particles each
+MENTION_CHARS = 200  # a span of the turn: a sentence or two
+FEEDBACK_CHARS = 200  # the user's words about it
+
+
+def _json_string(chars: int, *, empty: bool) -> str:
+    """A JSON string of at most CHARS characters without a backtick (the code block's fence),
+    a raw control character or an escape (as the built-in server writes JSON strings); when
+    not EMPTY it starts with a visible ASCII character, so it is not blank once stripped (what
+    `parse_particles` requires of a mention)."""
+    char = r'[^"\\`\x00-\x1f]'
+    if empty:
+        return rf'"{char}{{0,{chars}}}"'
+    return rf'"[!#-\[\]-_a-~]{char}{{0,{chars - 1}}}"'
+
+
+_ACT = "(?:" + "|".join(DIALOGUE_ACTS) + ")"
+_PARTICLE = (rf'\{{"dialogue_act":"{_ACT}","mention":{_json_string(MENTION_CHARS, empty=False)},'
+             rf'"user_feedback":{_json_string(FEEDBACK_CHARS, empty=True)}\}}')
 DECOMPOSITION_FORMAT = AnswerFormat(
-    name="face_particles", regex=r"[^`]{0,3000}```json\s*\[[^`]{2,4000}\]\s*```\s*")
+    name="face_particles",
+    regex=(rf"[^`]{{0,{reasoning_chars(DECOMPOSITION_WORDS)}}}```json\n"
+           rf"\[{_PARTICLE}(?:,{_PARTICLE}){{0,{MAX_PARTICLES - 1}}}\]\n```\s{{0,2}}"))
 
 
 def score_format(aspect: FaceAspect) -> AnswerFormat:
-    """A particle score's answer: a brief reasoning, then the line "Score: N", N a grade."""
+    """A particle score's answer: a brief reasoning (at most SCORE_WORDS words), then the line
+    "Score: N", N a grade."""
     grades = "|".join(str(n) for n in range(aspect.high, aspect.low - 1, -1))
     return AnswerFormat(name=f"face_score_{aspect.low}_{aspect.high}",
-                        regex=rf"[^`]{{0,1500}}{SCORE_MARKER} (?:{grades})\s*")
+                        regex=rf"[^`]{{0,{reasoning_chars(SCORE_WORDS)}}}{SCORE_MARKER} "
+                              rf"(?:{grades})\s{{0,2}}")
 
 
 def render_history(turns: Sequence[tuple[str, str]]) -> str:
@@ -60,19 +88,21 @@ of information or action it contains. Each particle has:
 - "user_feedback": what the user's reply says about this piece, quoted from the reply, or ""
   when the reply says nothing about it.
 
-Think step by step before answering:
+Think step by step before answering, {reasoning_limit(DECOMPOSITION_WORDS)} in all:
 1. Say briefly what happened in the history, what the target turn does and how the user reacted.
 2. Count the particles in the target turn.
 3. For each particle, say what the user's reply means for it.
-4. Give the particles as a JSON list of objects with exactly the three keys above, in a
-   ```json code block at the end of your answer."""
+4. Give the particles (at most {MAX_PARTICLES}) as a JSON list of objects with exactly the three
+   keys above, in that order, on one line of compact JSON, in a ```json code block at the end
+   of your answer."""
     return [{"role": "user", "content": prompt}]
 
 
 def decomposer_reask(problem: str) -> str:
     return (f"Your answer could not be used: {problem}. Give the particles again as a JSON list "
-            'of objects with the keys "dialogue_act", "mention" and "user_feedback", in a '
-            "```json code block.")
+            'of objects with the keys "dialogue_act", "mention" and "user_feedback", on one '
+            "line of compact JSON in a ```json code block, after a reasoning "
+            f"{reasoning_limit(DECOMPOSITION_WORDS)}.")
 
 
 def initial_instruction(aspect: FaceAspect) -> str:
@@ -101,7 +131,8 @@ Target particle:
 Aspect: {aspect.key.replace('_', ' ')} ({aspect.question})
 Grades: whole numbers from {aspect.low} (worst) to {aspect.high} (best).
 
-Reason briefly, then end your answer with one line "{SCORE_MARKER} N" where N is the grade."""
+Reason briefly, {reasoning_limit(SCORE_WORDS)}, then end your answer with one line \
+"{SCORE_MARKER} N" where N is the grade."""
     return [{"role": "user", "content": prompt}]
 
 
