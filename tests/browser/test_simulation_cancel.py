@@ -2,6 +2,7 @@
 the job is marked cancelled at once, the worker's running batch stops within about a turn (the
 live system hears nothing more), its queued batch does nothing, and no run is made."""
 
+import re
 import time
 
 import pytest
@@ -64,5 +65,8 @@ def test_cancel_button_stops_a_running_simulation_on_a_worker(page, sim_benchmar
     # third user) never talked to the system.
     assert simulation.dialogues.count() == 0
     assert len({r["dialogue_id"] for r in crs.requests}) == 2
-    assert log.count("succeeded in") == 2, log[-3000:]  # both batch tasks returned cleanly
+    # both batch tasks returned cleanly (the worker may also have run tasks other tests of this
+    # process left on its broker: only this simulation's batches count)
+    batches = re.findall(r"simulate_batch_job\[[^\]]+\] (succeeded in|raised)", log)
+    assert batches == ["succeeded in", "succeeded in"], log[-3000:]
     assert stopped_within < 10
