@@ -61,11 +61,12 @@ lint: install
 	$(PY) manage.py makemigrations --check --dry-run
 
 ## test: lint, migrations check, then pytest (PostgreSQL/Redis on 127.0.0.1 when reachable) in
-## TEST_PROCESSES parallel processes (pytest-xdist), one per core and at most 8; a test file's
+## TEST_PROCESSES parallel processes (pytest-xdist), one more than the cores (a third of the run
+## waits on browsers, worker processes and PostgreSQL), at most 8; a test file's
 ## tests stay in one process (--dist loadfile: a module's real worker starts once), files handed
 ## out in collection order, the slowest first (tests/conftest.py SLOW_FIRST; xdist would
 ## otherwise hand out the files with the most tests first and the one-test slow files last)
-TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 8 ? n : 8 )))
+TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 1 < 8 ? n + 1 : 8 )))
 test: install browser lint
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
