@@ -135,12 +135,10 @@ def wave_probabilities(pool: Sequence[PoolUnit], wave_keys: set, *, budget: floa
         # gives a bin with fewer the overall error): one bin, the same ê, until there are 10
         bins = int(np.clip(len(labelled) // active.MIN_BIN, 1, active.BINS))
         # the judge's own uncertainty where it reports one (active.error_model, as the label
-        # plan projects), else the quantile bins
-        spread = [u.uncertainty for u in scored]
+        # plan projects; it falls back to the quantile bins by itself)
         error = (active.predicted_error([u.score for u in scored], labelled,
                                         [scored[i].label for i in labelled], bins=bins,
-                                        uncertainty=spread if any(v is not None for v in spread)
-                                        else None)
+                                        uncertainty=[u.uncertainty for u in scored])
                  if scored else np.ones(0))
         by_key = {u.key: float(e) for u, e in zip(scored, error, strict=True)}
         worst = max(by_key.values(), default=1.0)
