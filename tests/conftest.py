@@ -2,11 +2,16 @@
 
 
 import pytest
+from django.core.servers.basehttp import WSGIRequestHandler
 
 from core.roles import ANNOTATOR, RESEARCHER, STUDY_AUTHOR
 from tests.support.bundles import write_tiny
 
 PASSWORD = "pw-for-tests-123"
+
+# The live server (browsers, schemathesis) keeps connections alive: without this every request
+# after a connection's first waits 40 ms for a delayed ACK, as `make run` would (config/wsgi.py).
+WSGIRequestHandler.disable_nagle_algorithm = True
 
 
 def _user(username, *roles, staff=False):

@@ -236,6 +236,7 @@ def _openai_logprobs(tokens: Sequence[Sequence[tuple[str, float]]]) -> dict[str,
 def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             pass  # keep pytest output clean
