@@ -485,20 +485,25 @@ def rank_evaluators(
         [[_as_float(evaluators[name].get(unit)) for unit in units] for name in names]
     ).reshape(len(names), len(units))
     statistic = _fast_statistic(method)
-    # Evaluators that scored every human unit: all at once (rowwise_correlation); the others
-    # (and Kendall) one by one, on the units each scored.
-    full = np.isfinite(columns).all(axis=1) if method != "kendall" else np.zeros(len(names), bool)
-    rest = np.flatnonzero(~full)
+    # Each evaluator on the units it scored. Evaluators that scored the same units go together:
+    # Pearson and Spearman all at once (rowwise_correlation), Kendall one by one.
+    scored = np.isfinite(columns)
+    blocks: dict[bytes, list[int]] = {}
+    for e in range(len(names)):
+        blocks.setdefault(scored[e].tobytes(), []).append(e)
+    together = [(scored[members[0]], np.array(members)) for members in blocks.values()]
 
     def correlations(indices: np.ndarray) -> np.ndarray:
         row = np.full(len(names), np.nan)
-        if full.any():
-            row[full] = rowwise_correlation(columns[full][:, indices], target[indices], method)
-        for e in rest:
-            x = columns[e, indices]
-            keep = np.isfinite(x)
-            value = statistic(x[keep], target[indices][keep])
-            row[e] = np.nan if value is None else value
+        for mask, members in together:
+            kept = indices[mask[indices]]
+            if method != "kendall":
+                row[members] = rowwise_correlation(columns[members][:, kept], target[kept],
+                                                   method)
+                continue
+            for e in members:
+                value = statistic(columns[e, kept], target[kept])
+                row[e] = np.nan if value is None else value
         return row
 
     groups = cluster_groups(_clusters_for(units, clusters), len(units))
