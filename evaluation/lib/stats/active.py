@@ -315,18 +315,22 @@ def projected_width(error: np.ndarray, pi: np.ndarray, spread: float,
 
 
 def width_curve(error: Sequence[float], spread: float, budgets: Sequence[int], *,
-                mix: float = UNIFORM_MIX) -> list[dict]:
-    """Projected interval width at each label budget, uniform and active (the author's chart)."""
+                mix: float = UNIFORM_MIX, uniform_share: float = 0.0) -> list[dict]:
+    """Projected interval width at each label budget, uniform and active (the author's chart).
+    UNIFORM_SHARE: the share of the pool the active handout draws uniformly (its first wave when
+    the judge reports no uncertainty, 1/WAVES): the active variance is then that share of the
+    uniform one plus the rest of π ∝ ê's (the pool's spread term is common to both)."""
     e = np.asarray(error, dtype=float)
     n = len(e)
     rows = []
     for m in budgets:
         if m <= 0 or m > n:
             continue
-        rows.append({"labels": int(m),
-                     "uniform": projected_width(e, np.full(n, m / n), spread),
-                     "active": projected_width(e, inclusion_probabilities(e, m, mix=mix),
-                                               spread)})
+        uniform = projected_width(e, np.full(n, m / n), spread)
+        by_error = projected_width(e, inclusion_probabilities(e, m, mix=mix), spread)
+        rows.append({"labels": int(m), "uniform": uniform,
+                     "active": float(np.sqrt(uniform_share * uniform ** 2
+                                             + (1 - uniform_share) * by_error ** 2))})
     return rows
 
 

@@ -121,8 +121,8 @@ def system_wave(scores: np.ndarray, labels: np.ndarray, uncertainty: np.ndarray 
     ê, until there are 10) — or from the reported uncertainty, fitted or (fewer than MIN_FIT
     labels, as in wave 1) alone; an unscored unit gets the largest ê. π ∝ ê mixed with the
     uniform rule and capped at 1 (`active.inclusion_probabilities`); with nothing to predict
-    from (predictor "none": no uncertainty, fewer than 3 labels) π is uniform and ê None.
-    Vectorised: the bench (`calibration_active`) runs the study's waves through it."""
+    from (predictor "none": no uncertainty, fewer than 3 labels) ê is 1 everywhere and π
+    uniform. Vectorised: the bench (`calibration_active`) runs the study's waves through it."""
     size = int(np.count_nonzero(in_wave))
     if size == 0:
         return np.zeros(0), None, "none"
@@ -133,7 +133,7 @@ def system_wave(scores: np.ndarray, labels: np.ndarray, uncertainty: np.ndarray 
     model = active.error_model(f, labelled, labels[scored][labelled], bins=bins,
                                uncertainty=None if uncertainty is None
                                else uncertainty[scored]) if len(f) else None
-    if model is None or model.predictor == "none":
+    if model is None:
         return np.full(size, min(1.0, budget / size)), None, "none"
     error = np.full(len(scores), float(model.error.max()))
     error[scored] = model.error
@@ -146,10 +146,11 @@ def system_wave(scores: np.ndarray, labels: np.ndarray, uncertainty: np.ndarray 
 def wave_probabilities(pool: Sequence[PoolUnit], wave_keys: set, *, budget: float,
                        active_rule: bool, mix: float = active.UNIFORM_MIX
                        ) -> dict[Hashable, tuple[float, float | None]]:
-    """π (and ê) of the units WAVE_KEYS of POOL: uniform B/N, or (ACTIVE_RULE) by `system_wave`
-    per system (∝ the predicted error, fitted on the labelled units of the pool or from the
-    judge's reported uncertainty), the wave's budget per system being BUDGET × (its units in
-    the wave) / N."""
+    """π (and ê) of the units WAVE_KEYS of POOL by `system_wave` per system (∝ the predicted
+    error, fitted on the labelled units of the pool or from the judge's reported uncertainty),
+    the wave's budget per system being BUDGET × (its units in the wave) / N. Without
+    ACTIVE_RULE (wave 1: no label yet) a system whose judge reports no uncertainty has nothing
+    to predict from: uniform B/N, no ê."""
     return {key: (pi, error) for key, (pi, error, _) in
             _wave_plan(pool, wave_keys, budget=budget, active_rule=active_rule,
                        mix=mix).items()}
@@ -171,10 +172,10 @@ def _wave_plan(pool: Sequence[PoolUnit], wave_keys: set, *, budget: float, activ
         if not in_wave.any():
             continue
         chunk = [u for u, inside in zip(units, in_wave, strict=True) if inside]
-        if not active_rule:
+        reported = [u.uncertainty for u in units]
+        if not active_rule and all(r is None for r in reported):
             out.update({u.key: (rate, None, "none") for u in chunk})
             continue
-        reported = [u.uncertainty for u in units]
         pi, errors, predictor = system_wave(
             np.array([u.score for u in units], dtype=float),
             np.array([u.label for u in units], dtype=float),
@@ -192,7 +193,7 @@ def plan_wave(pool: Sequence[PoolUnit], waves_of: Mapping[Hashable, int], *, wav
     wave 1, with no label yet, from the judge's reported uncertainty where it reports one, else
     uniform) and ξ ~ Bernoulli(π) from SEED, in key order."""
     keys = {u.key for u in pool if waves_of.get(u.key) == wave}
-    probabilities = _wave_plan(pool, keys, budget=budget, active_rule=True)
+    probabilities = _wave_plan(pool, keys, budget=budget, active_rule=wave > 1)
     ordered = sorted(probabilities, key=repr)
     pi = np.array([probabilities[k][0] for k in ordered])
     drawn = active.draw_selection(pi, seed) if len(pi) else np.zeros(0, dtype=bool)
