@@ -1,6 +1,7 @@
 """bench_calibration's measure of "label these next" (statistics.md, "Label these next: active
 handout"): how many human labels the active policy needs for a target interval width against
-uniform handout, at equal coverage (evaluation/lib/stats/active.py, the code the study uses).
+uniform handout, at equal coverage (evaluation/lib/stats/active.py and active_handout.py, the
+code the study uses).
 
 A simulated system: a pool of POOL units, each design's judge correlated about 0.6 with the
 humans (`judge_correlation`):
@@ -19,13 +20,14 @@ humans (`judge_correlation`):
   of CRSArena-Dial (87 of 474 dialogues end satisfied), P(yes) = p ~ Beta with that mean; the
   judge is calibrated, f = p, and its uncertainty is its own Bernoulli spread sqrt(f (1 − f)).
 
-Three policies spend the same expected number of labels m. Uniform: π = m/n. Active: a uniform
-first quarter of the budget (the study's first labels), the error model (`active.error_model`:
-from the reported uncertainty where the design has one, else per quintile) fitted on it, the
-other three quarters drawn with π ∝ predicted error (`inclusion_probabilities`, its uniform
-share mixed in); the two stages' IPW estimates are averaged by their budgets (each is unbiased,
-so the average is). Oracle: π ∝ the true per-unit error sd, all at once, no uniform share — it
-checks the simulation against the bound.
+Three policies spend the same expected number of labels m. Uniform: π = m/n. Active: the
+study's own handout (`study_waves`): the pool split at random into the study's WAVES waves, each
+wave's π from `active_handout.system_wave` — the function `plan_wave` calls per system — on the
+labels of the waves before (wave 1 from the reported uncertainty where the design has one, the
+`prior` or `bernoulli` predictor; uniform where it has none; later waves from the fitted error
+model), its units drawn and labelled; then the one estimate `active.active_mean` over the pool
+with every unit's π, as the study's report computes it. Oracle: π ∝ the true per-unit error sd,
+all at once, no uniform share — it checks the simulation against the bound.
 
 The most π ∝ ê can save is 1 − (E ê)² / E ê², ê_i the sd of Y_i − λf_i − c on unit i at the
 population λ of PPI++ (`bound`, from the design's formulas: the equal-variance condition of the

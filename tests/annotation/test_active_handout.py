@@ -4,9 +4,10 @@ these next: active handout"; annotation/services/handout_policy.py).
 On a benchmark of 16 one-turn dialogues answered by two systems (32 response items) and an
 evaluator metric `quality` that scored every item: setting the policy (each bad choice refused
 on its own field, nothing stored), the waves (wave 1 uniform, later ones active, each drawn
-item's π and wave stored; wave 1 active too when the judge stored its uncertainty), the handout (only drawn items, the next wave once the last is
-labelled, two annotators at once at a wave's end), the weighted report against a hand
-computation, the exports, and the same tests on SQLite."""
+item's π and wave stored; wave 1 active too when the judge stored its uncertainty), the handout
+(only drawn items, the next wave once the last is labelled, two annotators at once at a wave's
+end), the weighted report against a hand computation, the exports, and the same tests on
+SQLite."""
 
 import copy
 import csv
