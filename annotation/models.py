@@ -291,8 +291,9 @@ class Assignment(models.Model):
 class HandoutWave(models.Model):
     """One wave of a study's active handout: a share of its pool (items of the metric's unit
     type, split into waves at random per system), each item drawn with its own inclusion
-    probability (HandoutDraw). Wave 1 is uniform; later waves follow the predicted error of the
-    labels already in (statistics.md, "Label these next: active handout")."""
+    probability (HandoutDraw). Every wave follows the evaluator's predicted error: from the
+    labels already in, or in wave 1 from the judge's reported uncertainty (uniform when it
+    reports none; statistics.md, "Label these next: active handout")."""
 
     class Rule(models.TextChoices):
         UNIFORM = "uniform"

@@ -8,6 +8,9 @@ one on the units, FACE's, else per quintile of its scores; the plan names the pr
 system used) gives the projected 95 % interval width of the
 system's human mean at each label budget, for uniform handout and for the active policy
 (`active.width_curve`; a study's budget split over systems in proportion to their pools). The
+active curve is what the study's handout does (`active_handout`): where the judge reports its
+uncertainty every wave follows ê; where it does not, the first of its WAVES waves is uniform
+(nothing to predict from yet), so a 1/WAVES share of the pool is projected at uniform π. The
 chart shows the mean over systems against the total number of labels. "Where the ranking is still
 uncertain" lists the pairs of systems whose PPI++ difference (the anchored report) is not
 significant, the closest first: the comparisons more labels would settle. Pure Python.
@@ -23,9 +26,10 @@ import numpy as np
 from annotation.lib.labels import LabelTable, system_display
 from annotation.lib.reports import ScoreSet
 from evaluation.lib import charts
-from evaluation.lib.stats import active
+from evaluation.lib.stats import active, active_handout
 
 POINTS = 8
+UNCERTAINTY_PREDICTORS = ("uncertainty", "bernoulli", "prior")
 
 
 def _budgets(labelled: int, pool: int) -> list[int]:
@@ -54,6 +58,9 @@ def build_label_plan(table: LabelTable, score: ScoreSet, aspect: str,
         systems.append({"system": system, "display": system_display(system), "pool": len(keys),
                         "labelled": len(labelled), "error": model.error, "spread": spread,
                         "predictor": model.predictor,
+                        # the handout's wave 1 is uniform unless the judge reports uncertainty
+                        "uniform_share": 0.0 if model.predictor in UNCERTAINTY_PREDICTORS
+                        else 1 / active_handout.WAVES,
                         "with_uncertainty": sum(u is not None for u in reported)})
     pool = sum(s["pool"] for s in systems)
     labelled = sum(s["labelled"] for s in systems)
@@ -63,7 +70,8 @@ def build_label_plan(table: LabelTable, score: ScoreSet, aspect: str,
             widths = {"uniform": [], "active": []}
             for s in systems:
                 m = max(1, min(s["pool"], round(total * s["pool"] / pool)))
-                curve = active.width_curve(s["error"], s["spread"], [m])
+                curve = active.width_curve(s["error"], s["spread"], [m],
+                                           uniform_share=s["uniform_share"])
                 for policy in widths:
                     widths[policy].append(curve[0][policy])
             rows.append({"labels": total, **{p: float(np.mean(v)) for p, v in widths.items()}})

@@ -5,8 +5,9 @@ Under "active" the study's pool is its regular items of the driving metric's uni
 (response items for a turn-level metric, conversation items for a dialogue-level one), split at
 random per system into `active_handout.WAVES` waves. A wave is drawn when the one before has
 every drawn item labelled to its target (and wave 1 when the policy is set): each of its items
-gets its inclusion probability π (uniform in wave 1, from the evaluator's predicted error on the
-labels so far after) and is drawn with probability π; only drawn items are handed out
+gets its inclusion probability π (from the evaluator's predicted error on the labels so far; in
+wave 1, with no label yet, from the judge's reported uncertainty where it stores one, else
+uniform) and is drawn with probability π; only drawn items are handed out
 (`services.handout`), and the report weights their labels by 1/π. Items of other modes
 (pairwise, blind recommendation, or conversations under a turn-level metric) are handed out as
 under the uniform policy. Drawing happens under the study row's lock, the lock every hand-out
@@ -212,7 +213,8 @@ def _draw_wave(study: Study, number: int, now) -> HandoutWave:
     score = {p.item_id: values.get((p.system, p.unit_id)) for p in pool}
     wave = HandoutWave.objects.create(
         study=study, number=number, of=active_handout.WAVES,
-        rule=HandoutWave.Rule.UNIFORM if number == 1 else HandoutWave.Rule.ACTIVE,
+        rule=(HandoutWave.Rule.ACTIVE if number > 1 or any(d.predictor != "none" for d in draws)
+              else HandoutWave.Rule.UNIFORM),
         evaluator=study.handout_evaluator, metric=study.handout_metric,
         aspect=study.handout_aspect, budget=sum(d.pi for d in draws), units=len(draws),
         drawn=sum(d.drawn for d in draws), labels_used=sum(u.label is not None for u in units),

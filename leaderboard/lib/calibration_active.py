@@ -1,6 +1,7 @@
 """bench_calibration's measure of "label these next" (statistics.md, "Label these next: active
 handout"): how many human labels the active policy needs for a target interval width against
-uniform handout, at equal coverage (evaluation/lib/stats/active.py, the code the study uses).
+uniform handout, at equal coverage (evaluation/lib/stats/active.py and active_handout.py, the
+code the study uses).
 
 A simulated system: a pool of POOL units, each design's judge correlated about 0.6 with the
 humans (`judge_correlation`):
@@ -19,13 +20,14 @@ humans (`judge_correlation`):
   of CRSArena-Dial (87 of 474 dialogues end satisfied), P(yes) = p ~ Beta with that mean; the
   judge is calibrated, f = p, and its uncertainty is its own Bernoulli spread sqrt(f (1 − f)).
 
-Three policies spend the same expected number of labels m. Uniform: π = m/n. Active: a uniform
-first quarter of the budget (the study's first labels), the error model (`active.error_model`:
-from the reported uncertainty where the design has one, else per quintile) fitted on it, the
-other three quarters drawn with π ∝ predicted error (`inclusion_probabilities`, its uniform
-share mixed in); the two stages' IPW estimates are averaged by their budgets (each is unbiased,
-so the average is). Oracle: π ∝ the true per-unit error sd, all at once, no uniform share — it
-checks the simulation against the bound.
+Three policies spend the same expected number of labels m. Uniform: π = m/n. Active: the
+study's own handout (`study_waves`): the pool split at random into the study's WAVES waves, each
+wave's π from `active_handout.system_wave` — the function `plan_wave` calls per system — on the
+labels of the waves before (wave 1 from the reported uncertainty where the design has one, the
+`prior` or `bernoulli` predictor; uniform where it has none; later waves from the fitted error
+model), its units drawn and labelled; then the one estimate `active.active_mean` over the pool
+with every unit's π, as the study's report computes it. Oracle: π ∝ the true per-unit error sd,
+all at once, no uniform share — it checks the simulation against the bound.
 
 The most π ∝ ê can save is 1 − (E ê)² / E ê², ê_i the sd of Y_i − λf_i − c on unit i at the
 population λ of PPI++ (`bound`, from the design's formulas: the equal-variance condition of the
@@ -45,10 +47,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from evaluation.lib.stats import active
+from evaluation.lib.stats import active, active_handout
 
 POOL = 1000
-FIRST_SHARE = 0.25
+WAVES = active_handout.WAVES
 BUDGETS = tuple(range(40, 601, 20))
 TARGET_BUDGET = 300  # the target width: what uniform handout reaches with this many labels
 GOAL = 0.25  # issue 32: at least 25% fewer labels with a judge at ρ ≈ 0.6
@@ -165,6 +167,32 @@ def judge_correlation(design: str = "mixed", seed: int = 0) -> float:
     return float(np.corrcoef(y, f)[0, 1])
 
 
+def study_waves(rng: np.random.Generator, y: np.ndarray, f: np.ndarray,
+                reported: np.ndarray | None, budget: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """A study's active handout of one system's pool, wave by wave, as `active_handout.plan_wave`
+    plans it: the pool split at random into WAVES equal waves, each wave's π from
+    `active_handout.system_wave` (the function plan_wave calls per system) on the labels of
+    the waves before, its units drawn with it and the drawn ones labelled. Returns (wave of each
+    unit, π, drawn, the predictor of each wave)."""
+    size = len(f)
+    wave = np.empty(size, dtype=int)
+    for number, part in enumerate(np.array_split(rng.permutation(size), WAVES), start=1):
+        wave[part] = number
+    labels = np.full(size, np.nan)
+    pi, drawn = np.zeros(size), np.zeros(size, dtype=bool)
+    predictors = []
+    for number in range(1, WAVES + 1):
+        inside = wave == number
+        p, _, predictor = active_handout.system_wave(f, labels, reported, inside,
+                                                     budget * inside.sum() / size)
+        xi = rng.random(len(p)) < p
+        pi[inside], drawn[inside] = p, xi
+        labels[np.flatnonzero(inside)[xi]] = y[inside][xi]
+        predictors.append(predictor)
+    return wave, pi, drawn, predictors
+
+
 def one_study(rng: np.random.Generator, budget: int, policy: str,
               design: str = "mixed") -> tuple[float, float, float, int]:
     """(estimate, interval low, high, labels used) of one simulated study."""
@@ -173,22 +201,10 @@ def one_study(rng: np.random.Generator, budget: int, policy: str,
         pi = (np.full(POOL, budget / POOL) if policy == "uniform" else
               active.inclusion_probabilities(true_error(design, sd), budget, mix=0.0))
         xi = rng.random(POOL) < pi
-        est = active.active_mean(f, pi, xi, y)
-        return est.value, est.ci_low, est.ci_high, int(xi.sum())
-    first = FIRST_SHARE * budget
-    pi1 = np.full(POOL, first / POOL)
-    xi1 = rng.random(POOL) < pi1
-    error = active.predicted_error(f, np.flatnonzero(xi1), y[xi1], uncertainty=reported)
-    pi2 = active.inclusion_probabilities(error, budget - first)
-    xi2 = rng.random(POOL) < pi2
-    # Each stage's summands Z (λ and c tuned on its own); the average by budget, per unit.
-    z = np.zeros(POOL)
-    for pi, xi, share in ((pi1, xi1, FIRST_SHARE), (pi2, xi2, 1 - FIRST_SHARE)):
-        est = active.active_mean(f, pi, xi, y)
-        z += share * active.summands(f, pi, xi, y, est.lam, est.offset)
-    value = float(z.mean())
-    half = 1.959963984540054 * float(np.std(z, ddof=1) / np.sqrt(POOL))
-    return value, value - half, value + half, int((xi1 | xi2).sum())
+    else:  # the study's handout: its waves, then the one estimate over the pool
+        _, pi, xi, _ = study_waves(rng, y, f, reported, budget)
+    est = active.active_mean(f, pi, xi, y)
+    return est.value, est.ci_low, est.ci_high, int(xi.sum())
 
 
 def curve(reps: int, seed: int, design: str = "mixed",
@@ -243,7 +259,7 @@ def saving(reps: int, seed: int, design: str = "mixed") -> dict:
             "judge_correlation": judge_correlation(design), "curves": rows}
 
 
-CODE_PATH = "active.error_model + inclusion_probabilities + active_mean (study handout)"
+CODE_PATH = "active_handout.system_wave (plan_wave's waves) + active.active_mean (study handout)"
 
 
 def check_rows(design: str) -> list[tuple[str, str, str, str, str]]:

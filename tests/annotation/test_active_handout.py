@@ -4,9 +4,10 @@ these next: active handout"; annotation/services/handout_policy.py).
 On a benchmark of 16 one-turn dialogues answered by two systems (32 response items) and an
 evaluator metric `quality` that scored every item: setting the policy (each bad choice refused
 on its own field, nothing stored), the waves (wave 1 uniform, later ones active, each drawn
-item's π and wave stored), the handout (only drawn items, the next wave once the last is
-labelled, two annotators at once at a wave's end), the weighted report against a hand
-computation, the exports, and the same tests on SQLite."""
+item's π and wave stored; wave 1 active too when the judge stored its uncertainty), the handout
+(only drawn items, the next wave once the last is labelled, two annotators at once at a wave's
+end), the weighted report against a hand computation, the exports, and the same tests on
+SQLite."""
 
 import copy
 import csv
@@ -263,6 +264,40 @@ def test_the_creation_form_shows_a_bad_choice_on_its_field(client, world, author
     response = client.post(reverse("annotation:study_create"), {**data, "handout_budget": 16})
     assert response.status_code == 302
     assert Study.objects.get(title="Active study").handout_waves.count() == 1
+
+
+def test_a_judge_that_stores_its_uncertainty_drives_wave_one(study):
+    """Where the judge stored its own uncertainty on the units (UnitScore.detail["uncertainty"]
+    ["sd"], as FACE does), wave 1 is already active: each system's wave-1 π is
+    inclusion_probabilities of the prior ê (active.error_model with no label: ê² = mean(u²) +
+    u²), spending 12 × (its items) / 32; the stored ê is that prior; not uniform."""
+    from evaluation.lib.stats import active as active_stats
+
+    def reported(dialogue: int) -> float:
+        return 1.5 if dialogue % 3 == 0 else 0.2 + 0.05 * (dialogue % 4)
+
+    for score in UnitScore.objects.filter(run__evaluator=JUDGE, metric="quality"):
+        score.detail = {"uncertainty": {"sd": reported(int(score.dialogue_id[1:])),
+                                        "source": "test"}}
+        score.save(update_fields=["detail"])
+    study = handout_policy_set(study=study, choice=active(budget=12))
+    (wave,) = HandoutWave.objects.filter(study=study)
+    assert (wave.number, wave.rule, wave.labels_used) == (1, "active", 0)
+    draws = {d.item_id: d for d in HandoutDraw.objects.filter(wave=wave)}
+    for n, (_, name) in enumerate(SYSTEMS):
+        items = list(StudyItem.objects.filter(study=study, system__name=name, mode="response")
+                     .select_related("dialogue").order_by("dialogue__external_id"))
+        dialogues = [int(item.dialogue.external_id[1:]) for item in items]
+        model = active_stats.error_model([judge(n, d) for d in dialogues], [], [],
+                                         uncertainty=[reported(d) for d in dialogues])
+        assert model.predictor == "prior"
+        chunk = [i for i, item in enumerate(items) if item.pk in draws]
+        expected = active_stats.inclusion_probabilities(model.error[chunk],
+                                                        12 * len(chunk) / 32)
+        assert [draws[items[i].pk].pi for i in chunk] == pytest.approx(list(expected))
+        assert [draws[items[i].pk].predicted_error for i in chunk] == pytest.approx(
+            list(model.error[chunk]))
+    assert max(d.pi for d in draws.values()) > 1.5 * min(d.pi for d in draws.values())
 
 
 def test_only_drawn_items_are_handed_out_wave_by_wave_and_each_records_its_pi(study, annotator):

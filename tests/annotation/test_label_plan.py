@@ -25,9 +25,17 @@ def test_the_plan_projects_both_policies_from_the_labels_so_far(client, study, s
     y = np.array([HUMAN[sorted(UNITS)[i]] for i in labelled])
     error = active.predicted_error(f, labelled, y)
     first = plan["rows"][0]
-    expected = active.width_curve(error, float(np.std(y, ddof=1)), [first["labels"]])[0]
+    # the judge reports no uncertainty: the handout's first of four waves is uniform, so a
+    # quarter of the projected active variance is uniform's
+    assert plan["systems"][0]["uniform_share"] == 0.25
+    expected = active.width_curve(error, float(np.std(y, ddof=1)), [first["labels"]],
+                                  uniform_share=0.25)[0]
+    one_shot = active.width_curve(error, float(np.std(y, ddof=1)), [first["labels"]])[0]
     assert first["uniform"] == pytest.approx(expected["uniform"])
     assert first["active"] == pytest.approx(expected["active"])
+    assert first["active"] == pytest.approx(np.sqrt(0.25 * one_shot["uniform"] ** 2
+                                                    + 0.75 * one_shot["active"] ** 2))
+    assert first["active"] != pytest.approx(one_shot["active"])
     assert plan["uncertain"] == []  # one system: no pair
     client.force_login(staff)
     page = client.get(f"/studies/{study.slug}/report/",
@@ -58,6 +66,7 @@ def test_a_judge_that_stores_its_uncertainty_drives_the_plan(client, study, staf
     y = np.array([HUMAN[units[i]] for i in labelled])
     model = active.error_model(f, labelled, y, uncertainty=[reported[u] for u in units])
     assert model.predictor == "uncertainty"
+    assert plan["systems"][0]["uniform_share"] == 0.0  # every wave follows the uncertainty
     first = plan["rows"][0]
     expected = active.width_curve(model.error, float(np.std(y, ddof=1)), [first["labels"]])[0]
     assert first["uniform"] == pytest.approx(expected["uniform"])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
+from evaluation.lib.stats import active_handout
 from leaderboard.lib import calibration_active as ca
 
 
@@ -76,3 +77,32 @@ def test_the_retuned_bound_by_hand_for_the_failures_judge():
     for design in ca.DESIGNS:
         assert ca.bound_retuned(design) >= ca.bound(design) - 1e-9
     assert ca.bound_retuned("binary") == ca.bound("binary")
+
+
+@pytest.mark.parametrize("design", ["binary", "uncertain", "mixed"])
+def test_the_bench_runs_the_study_waves_plan_wave_plans(design):
+    """The bench's active policy is the study's: wave by wave, its π equal `plan_wave`'s on the
+    same pool, split and labels of the waves before (the judge's uncertainty drives wave 1
+    where it reports one; quintiles of f from wave 2 where it does not)."""
+    rng = np.random.default_rng(17)
+    y, f, reported, _ = ca.simulate_pool(rng, design, 400)
+    wave, pi, drawn, predictors = ca.study_waves(rng, y, f, reported, 120)
+    waves_of = {k: int(wave[k]) for k in range(400)}
+    for number in range(1, ca.WAVES + 1):
+        before = drawn & (wave < number)
+        pool = [active_handout.PoolUnit(k, "S", float(f[k]), float(y[k]) if before[k] else None,
+                                        None if reported is None else float(reported[k]))
+                for k in range(400)]
+        planned = {d.key: d for d in active_handout.plan_wave(pool, waves_of, wave=number,
+                                                              budget=120, seed=number)}
+        inside = np.flatnonzero(wave == number)
+        assert sorted(planned) == list(inside)
+        assert [planned[k].pi for k in inside] == pytest.approx(list(pi[inside]), rel=1e-12)
+        assert {planned[k].predictor for k in inside} == {predictors[number - 1]}
+    expected = {"binary": ["bernoulli"] * 4, "uncertain": ["prior"] + ["uncertainty"] * 3,
+                "mixed": ["none"] + ["quintiles"] * 3}[design]
+    assert predictors == expected
+    assert pi.sum() == pytest.approx(120)
+    if design != "mixed":
+        first = pi[wave == 1]
+        assert first.max() > 1.5 * first.min()  # wave 1 already follows the uncertainty

@@ -25,7 +25,7 @@ predicted, and capped at 1.
 θ̂ ± z sd(Z)/√n (the summands are independent given the pool; with clusters, the
 dialogue-clustered sandwich).
 
-The predicted error ê comes from the labels already in, by one of two predictors
+The predicted error ê comes from the labels already in, by one of these predictors
 (`error_model`, which names the one it used):
 
 - "uncertainty": the judge reports its own uncertainty u_i on every unit (FACE: the sd of its
@@ -34,6 +34,13 @@ The predicted error ê comes from the labels already in, by one of two predictor
   0) and ê_i = sqrt(α + β u_i²). α is what no judge can predict (the humans' own noise, the part
   of Y the judge misses everywhere), β u² the judge's own doubt. Needs MIN_FIT labelled units
   with an uncertainty; a unit without one gets the overall root mean squared residual.
+- "bernoulli": a probabilistic judge of a yes/no outcome whose u is its own Bernoulli spread
+  sqrt(f (1 − f)): ê = u (its residual sd, if calibrated), from the first label on, nothing
+  fitted.
+- "prior": any other reported uncertainty before MIN_FIT labels exist (a study's first wave):
+  ê² = PRIOR_FLOOR · mean(u²) + u², a floor for the error the judge's doubt does not see (the
+  annotators' noise, what it misses everywhere), without which a judge whose doubt spans an
+  order of magnitude would starve its sure units of labels (statistics.md, "Label these next").
 - "quintiles" (the fallback when no uncertainty is stored): the evaluator's scores are cut into
   quantile bins and ê of a bin is the root mean squared residual of its labelled units (a bin
   with fewer than MIN_BIN labels gets the overall value).
@@ -55,10 +62,16 @@ MIN_BIN = 5
 MIN_FIT = 10  # labelled units with an uncertainty before the variance function is fitted
 DEFAULT_CONFIDENCE = 0.95
 FLOOR = 0.05  # no unit's predicted error below this share of the overall one
+PRIOR_FLOOR = 1.0  # the "prior" predictor's ê² = PRIOR_FLOOR · mean(u²) + u²
+BERNOULLI_TOLERANCE = 1e-6
 
 # The predictors of the error, as the label plan and the report name them.
 PREDICTORS = {
     "uncertainty": "the judge's own uncertainty: ê² = α + β·u² fitted on the labels so far",
+    "bernoulli": "the judge's own uncertainty, a probability f's Bernoulli spread: "
+                 "ê = u = sqrt(f(1 − f)), the error of a calibrated yes/no judge (nothing fitted)",
+    "prior": "the judge's own uncertainty before labels can fit it: ê² = mean(u²) + u² (as much "
+             "error again as the judge's doubt cannot see)",
     "quintiles": "per quintile of the judge's score: root mean squared residual of the labels "
                  "so far",
     "none": "too few labels to predict the error: the same everywhere",
@@ -105,19 +118,25 @@ def error_model(scores: Sequence[float], labelled: Sequence[int], human: Sequenc
                 uncertainty: Sequence[float | None] | None = None,
                 bins: int = BINS) -> ErrorModel:
     """ê for every unit of the pool (SCORES) from the units LABELLED (indices) with their HUMAN
-    labels: from the judge's own UNCERTAINTY per unit (None or NaN where it reported none) when
-    at least MIN_FIT labelled units have one, else per quantile bin of the scores."""
+    labels: from the judge's own UNCERTAINTY per unit (None or NaN where it reported none) —
+    from the uncertainty alone (`_prior_model`) while fewer than MIN_FIT units are labelled at
+    all or when it is a probability's Bernoulli spread, else fitted (α + β u²) when at least
+    MIN_FIT labelled units have one — else per quantile bin of the scores (with fewer than 3
+    labels, the same everywhere)."""
     f = np.asarray(scores, dtype=float)
     idx = np.asarray(labelled, dtype=int)
     y = np.asarray(human, dtype=float)
-    if len(idx) < 3:
+    u = None if uncertainty is None else np.array(uncertainty, dtype=float)  # None -> NaN
+    if u is not None and len(u) != len(f):
+        raise ValueError("one uncertainty per scored unit (None where there is none)")
+    residual = _line_residuals(f[idx], y) if len(idx) >= 3 else None
+    overall = (float(np.sqrt(np.mean(residual ** 2))) or 1.0) if residual is not None else None
+    if u is not None and np.isfinite(u).sum() >= 2 and np.nanvar(u) > 0 \
+            and (len(idx) < MIN_FIT or _bernoulli(f, u)):
+        return _prior_model(f, u, overall)
+    if residual is None:
         return ErrorModel(np.ones_like(f), "none", {})
-    residual = _line_residuals(f[idx], y)
-    overall = float(np.sqrt(np.mean(residual ** 2))) or 1.0
-    if uncertainty is not None:
-        u = np.array([np.nan if v is None else v for v in uncertainty], dtype=float)
-        if len(u) != len(f):
-            raise ValueError("one uncertainty per scored unit (None where there is none)")
+    if u is not None:
         known = np.isfinite(u[idx])
         if known.sum() >= MIN_FIT and np.var(u[idx][known]) > 0:
             return _uncertainty_model(u, residual[known], u[idx][known], overall)
@@ -139,6 +158,36 @@ def _uncertainty_model(u: np.ndarray, residual: np.ndarray, u_labelled: np.ndarr
     error = np.where(np.isfinite(u), error, overall)
     return ErrorModel(np.maximum(error, FLOOR * overall), "uncertainty",
                       {"alpha": alpha, "beta": beta, "fitted_on": int(len(x))})
+
+
+def _bernoulli(f: np.ndarray, u: np.ndarray) -> bool:
+    """Is every reported U the Bernoulli spread sqrt(f (1 − f)) of a probability F in [0, 1]?"""
+    known = np.isfinite(u)
+    return bool(np.all((f[known] >= 0) & (f[known] <= 1)) and np.allclose(
+        u[known], np.sqrt(np.clip(f[known] * (1 - f[known]), 0, None)), rtol=0,
+        atol=BERNOULLI_TOLERANCE))
+
+
+def _prior_model(f: np.ndarray, u: np.ndarray, overall: float | None) -> ErrorModel:
+    """ê from the reported uncertainty alone. A probability f in [0, 1] whose uncertainty is its
+    own Bernoulli spread sqrt(f (1 − f)) is a judge of a yes/no outcome, whose residual sd is u
+    if it is calibrated: ê = u ("bernoulli", at any number of labels: there is nothing to fit,
+    and a fitted α ≥ 0 only adds noise that flattens π). Any other uncertainty is the spread of
+    the judge's grade on its own scale, blind to the annotators' noise and to what the judge
+    misses everywhere: before MIN_FIT labels can fit α + β u², ê² = PRIOR_FLOOR · mean(u²) + u²
+    ("prior"). A unit without an uncertainty gets the root mean square of the others; with
+    OVERALL (the root mean squared residual of 3 or more labels) ê is scaled to it, else it
+    stays on the judge's scale (π only needs ê up to a factor)."""
+    known = np.isfinite(u)
+    bernoulli = _bernoulli(f, u)
+    floor = 0.0 if bernoulli else PRIOR_FLOOR * float(np.mean(u[known] ** 2))
+    square = np.where(known, floor + np.where(known, u, 0.0) ** 2, np.nan)
+    square = np.where(known, square, np.nanmean(square))
+    scale = 1.0 if overall is None else overall / float(np.sqrt(np.mean(square)))
+    error = np.sqrt(square) * scale
+    rms = float(np.sqrt(np.mean(error ** 2)))
+    return ErrorModel(np.maximum(error, FLOOR * rms), "bernoulli" if bernoulli else "prior",
+                      {"floor": floor, "scale": scale})
 
 
 def _quintile_model(f: np.ndarray, fl: np.ndarray, residual: np.ndarray, overall: float,
@@ -266,18 +315,22 @@ def projected_width(error: np.ndarray, pi: np.ndarray, spread: float,
 
 
 def width_curve(error: Sequence[float], spread: float, budgets: Sequence[int], *,
-                mix: float = UNIFORM_MIX) -> list[dict]:
-    """Projected interval width at each label budget, uniform and active (the author's chart)."""
+                mix: float = UNIFORM_MIX, uniform_share: float = 0.0) -> list[dict]:
+    """Projected interval width at each label budget, uniform and active (the author's chart).
+    UNIFORM_SHARE: the share of the pool the active handout draws uniformly (its first wave when
+    the judge reports no uncertainty, 1/WAVES): the active variance is then that share of the
+    uniform one plus the rest of π ∝ ê's (the pool's spread term is common to both)."""
     e = np.asarray(error, dtype=float)
     n = len(e)
     rows = []
     for m in budgets:
         if m <= 0 or m > n:
             continue
-        rows.append({"labels": int(m),
-                     "uniform": projected_width(e, np.full(n, m / n), spread),
-                     "active": projected_width(e, inclusion_probabilities(e, m, mix=mix),
-                                               spread)})
+        uniform = projected_width(e, np.full(n, m / n), spread)
+        by_error = projected_width(e, inclusion_probabilities(e, m, mix=mix), spread)
+        rows.append({"labels": int(m), "uniform": uniform,
+                     "active": float(np.sqrt(uniform_share * uniform ** 2
+                                             + (1 - uniform_share) * by_error ** 2))})
     return rows
 
 

@@ -8,13 +8,14 @@ waves (`assign_waves`, a keyed hash of the item, so the split is fixed by the po
 considers only its own items, each once, with an inclusion probability π_i fixed before the
 wave is drawn, and draws them independently (Poisson sampling: ξ_i ~ Bernoulli(π_i)):
 
-- wave 1 is uniform, π = B / N (the first share of the budget, as the bench spends it);
-- a later wave's π follows the evaluator's predicted error ê_i, fitted per system on every
-  label already in (`active.predicted_error`, with as many quantile bins of f as the labels
-  fill with MIN_BIN each, at most BINS: until a system has 10 labels ê is one number and π stays
-  uniform), π ∝ ê mixed with the uniform rule and capped at 1
-  (`active.inclusion_probabilities`), the wave's budget being B × (its items) / N, so every wave
-  spends its share of B.
+- every wave's π follows the evaluator's predicted error ê_i per system (`system_wave`,
+  `active.error_model` on every label already in: with as many quantile bins of f as the labels
+  fill with MIN_BIN each, at most BINS, so that until a system has 10 labels ê is one number and
+  π stays uniform — or, where the judge reports its own uncertainty, from it: fitted as
+  α + β u² once 10 units are labelled, from u alone before, so wave 1 is already active), π ∝ ê
+  mixed with the uniform rule and capped at 1 (`active.inclusion_probabilities`), the wave's
+  budget being B × (its items) / N, so every wave spends its share of B. Wave 1 of a judge that
+  reports no uncertainty has no label to predict from: uniform, π = B / N.
 
 The estimate over the items of the waves drawn so far is the one-shot formula,
 θ̂ = (1/n) Σ_i Z_i with Z_i = λ f_i + (Y_i − λ f_i) ξ_i / π_i (`active.active_mean`), and the
@@ -106,14 +107,58 @@ class Draw:
     pi: float
     drawn: bool
     predicted_error: float | None
+    predictor: str = "none"  # a key of active.PREDICTORS ("none": uniform, nothing to predict)
+
+
+def system_wave(scores: np.ndarray, labels: np.ndarray, uncertainty: np.ndarray | None,
+                in_wave: np.ndarray, budget: float, *, mix: float = active.UNIFORM_MIX
+                ) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """(π, ê, predictor) of the units IN_WAVE (a mask) of one system's pool, the wave spending
+    BUDGET labels: SCORES f (NaN: unscored), LABELS so far (NaN: not labelled), UNCERTAINTY
+    (NaN where the judge reports none; None: it reports none anywhere). ê from
+    `active.error_model` fitted on every label already in, with as many quantile bins of f as
+    the labels fill with MIN_BIN each (a bin with fewer gets the overall error: one bin, the same
+    ê, until there are 10) — or from the reported uncertainty, fitted or (fewer than MIN_FIT
+    labels, as in wave 1) alone; an unscored unit gets the largest ê. π ∝ ê mixed with the
+    uniform rule and capped at 1 (`active.inclusion_probabilities`); with nothing to predict
+    from (predictor "none": no uncertainty, fewer than 3 labels) ê is 1 everywhere and π
+    uniform. Vectorised: the bench (`calibration_active`) runs the study's waves through it."""
+    size = int(np.count_nonzero(in_wave))
+    if size == 0:
+        return np.zeros(0), None, "none"
+    scored = np.isfinite(scores)
+    f = scores[scored]
+    labelled = np.flatnonzero(np.isfinite(labels[scored]))
+    bins = int(np.clip(len(labelled) // active.MIN_BIN, 1, active.BINS))
+    model = active.error_model(f, labelled, labels[scored][labelled], bins=bins,
+                               uncertainty=None if uncertainty is None
+                               else uncertainty[scored]) if len(f) else None
+    if model is None:
+        return np.full(size, min(1.0, budget / size)), None, "none"
+    error = np.full(len(scores), float(model.error.max()))
+    error[scored] = model.error
+    errors = error[in_wave]
+    pi = (np.ones(size) if budget >= size else
+          active.inclusion_probabilities(errors, budget, mix=mix))
+    return pi, errors, model.predictor
 
 
 def wave_probabilities(pool: Sequence[PoolUnit], wave_keys: set, *, budget: float,
                        active_rule: bool, mix: float = active.UNIFORM_MIX
                        ) -> dict[Hashable, tuple[float, float | None]]:
-    """π (and ê) of the units WAVE_KEYS of POOL: uniform B/N, or (ACTIVE_RULE) ∝ the predicted
-    error fitted per system on the labelled units of the pool, the wave's budget per system being
-    BUDGET × (its units in the wave) / N."""
+    """π (and ê) of the units WAVE_KEYS of POOL by `system_wave` per system (∝ the predicted
+    error, fitted on the labelled units of the pool or from the judge's reported uncertainty),
+    the wave's budget per system being BUDGET × (its units in the wave) / N. Without
+    ACTIVE_RULE (wave 1: no label yet) a system whose judge reports no uncertainty has nothing
+    to predict from: uniform B/N, no ê."""
+    return {key: (pi, error) for key, (pi, error, _) in
+            _wave_plan(pool, wave_keys, budget=budget, active_rule=active_rule,
+                       mix=mix).items()}
+
+
+def _wave_plan(pool: Sequence[PoolUnit], wave_keys: set, *, budget: float, active_rule: bool,
+               mix: float = active.UNIFORM_MIX
+               ) -> dict[Hashable, tuple[float, float | None, str]]:
     n = len(pool)
     if n == 0:
         return {}
@@ -121,48 +166,38 @@ def wave_probabilities(pool: Sequence[PoolUnit], wave_keys: set, *, budget: floa
     by_group: dict[str, list[PoolUnit]] = defaultdict(list)
     for unit in pool:
         by_group[unit.group].append(unit)
-    out: dict[Hashable, tuple[float, float | None]] = {}
+    out: dict[Hashable, tuple[float, float | None, str]] = {}
     for units in by_group.values():
-        chunk = [u for u in units if u.key in wave_keys]
-        if not chunk:
+        in_wave = np.array([u.key in wave_keys for u in units])
+        if not in_wave.any():
             continue
-        if not active_rule:
-            out.update({u.key: (rate, None) for u in chunk})
+        chunk = [u for u, inside in zip(units, in_wave, strict=True) if inside]
+        reported = [u.uncertainty for u in units]
+        if not active_rule and all(r is None for r in reported):
+            out.update({u.key: (rate, None, "none") for u in chunk})
             continue
-        scored = [u for u in units if u.score is not None]
-        labelled = [i for i, u in enumerate(scored) if u.label is not None]
-        # as many bins of f as the labels fill with MIN_BIN each (active.predicted_error
-        # gives a bin with fewer the overall error): one bin, the same ê, until there are 10
-        bins = int(np.clip(len(labelled) // active.MIN_BIN, 1, active.BINS))
-        # the judge's own uncertainty where it reports one (active.error_model, as the label
-        # plan projects; it falls back to the quantile bins by itself)
-        error = (active.predicted_error([u.score for u in scored], labelled,
-                                        [scored[i].label for i in labelled], bins=bins,
-                                        uncertainty=[u.uncertainty for u in scored])
-                 if scored else np.ones(0))
-        by_key = {u.key: float(e) for u, e in zip(scored, error, strict=True)}
-        worst = max(by_key.values(), default=1.0)
-        errors = np.array([by_key.get(u.key, worst) for u in chunk])
-        wave_budget = budget * len(chunk) / n
-        if wave_budget >= len(chunk):
-            pi = np.ones(len(chunk))
-        else:
-            pi = active.inclusion_probabilities(errors, wave_budget, mix=mix)
-        out.update({u.key: (float(p), float(e)) for u, p, e in zip(chunk, pi, errors,
-                                                                      strict=True)})
+        pi, errors, predictor = system_wave(
+            np.array([u.score for u in units], dtype=float),
+            np.array([u.label for u in units], dtype=float),
+            None if all(r is None for r in reported) else np.array(reported, dtype=float),
+            in_wave, budget * len(chunk) / n, mix=mix)
+        out.update({u.key: (float(p), None if errors is None else float(e), predictor)
+                    for u, p, e in zip(chunk, pi, errors if errors is not None
+                                       else [None] * len(chunk), strict=True)})
     return out
 
 
 def plan_wave(pool: Sequence[PoolUnit], waves_of: Mapping[Hashable, int], *, wave: int,
               budget: float, seed: int) -> list[Draw]:
-    """The draws of wave WAVE: its units' π (uniform for wave 1, active after) and ξ ~
-    Bernoulli(π) from SEED, in key order."""
+    """The draws of wave WAVE: its units' π by the active rule (`system_wave` per system: in
+    wave 1, with no label yet, from the judge's reported uncertainty where it reports one, else
+    uniform) and ξ ~ Bernoulli(π) from SEED, in key order."""
     keys = {u.key for u in pool if waves_of.get(u.key) == wave}
-    probabilities = wave_probabilities(pool, keys, budget=budget, active_rule=wave > 1)
+    probabilities = _wave_plan(pool, keys, budget=budget, active_rule=wave > 1)
     ordered = sorted(probabilities, key=repr)
     pi = np.array([probabilities[k][0] for k in ordered])
     drawn = active.draw_selection(pi, seed) if len(pi) else np.zeros(0, dtype=bool)
-    return [Draw(k, float(p), bool(d), probabilities[k][1])
+    return [Draw(k, float(p), bool(d), probabilities[k][1], probabilities[k][2])
             for k, p, d in zip(ordered, pi, drawn, strict=True)]
 
 

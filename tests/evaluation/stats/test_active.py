@@ -93,6 +93,16 @@ def test_projected_width_matches_simulated_widths():
         est = active.active_mean(f, pi, xi, y, lam=1.0)
         widths.append(est.ci_high - est.ci_low)
     assert np.mean(widths) == pytest.approx(curve[0]["uniform"], rel=0.08)
+    # a uniform first quarter (the handout's wave 1 without a reported uncertainty): the active
+    # variance is a quarter of uniform's plus three quarters of π ∝ ê's, by hand from the widths
+    blended = active.width_curve(error, 1.0, [50], uniform_share=0.25)[0]
+    z = 1.959963984540054
+    pi = active.inclusion_probabilities(error, 50)
+    by_error = (1 / n + np.sum(error ** 2 * (1 / pi - 1)) / n ** 2)
+    uniform = (1 / n + np.sum(error ** 2 * (1 / 0.1 - 1)) / n ** 2)
+    assert blended["uniform"] == pytest.approx(2 * z * np.sqrt(uniform))
+    assert blended["active"] == pytest.approx(2 * z * np.sqrt(0.25 * uniform + 0.75 * by_error))
+    assert curve[0]["active"] < blended["active"] < curve[0]["uniform"]
 
 
 # --- the judge's own uncertainty as the error predictor, and the tuned intercept ------------
@@ -237,3 +247,51 @@ def test_a_judge_on_another_scale_covers_and_the_intercept_narrows(policy):
         without.append(plain.ci_high - plain.ci_low)
     assert np.mean(hits) == pytest.approx(0.95, abs=0.03)
     assert np.mean(widths) < 0.8 * np.mean(without)
+
+
+def test_prior_predictor_before_labels_can_fit_by_hand():
+    # No label yet, u = 1, 2, 3 and one unit without: ê² = mean(u²) + u² with mean(u²) = 14/3
+    # (PRIOR_FLOOR = 1), the unit without one the root mean square of the others, on the judge's
+    # own scale; no unit below FLOOR of the root mean square
+    f = [2.0, 3.0, 1.0, 4.0]
+    model = active.error_model(f, [], [], uncertainty=[1.0, 2.0, 3.0, None])
+    assert active.PRIOR_FLOOR == 1.0 and model.predictor == "prior"
+    square = 14 / 3 + np.array([1.0, 4.0, 9.0])
+    assert model.error[:3] == pytest.approx(np.sqrt(square))
+    assert model.error[3] == pytest.approx(np.sqrt(square.mean()))
+    assert model.params == {"floor": pytest.approx(14 / 3), "scale": 1.0}
+    assert "mean(u²) + u²" in model.description
+    # with 3 labels (fewer than MIN_FIT) the same shape, scaled to the labels' root mean squared
+    # residual about their least-squares line: Y = 1, 3, 2 on f = 2, 3, 1 → slope 0.5, line
+    # 2 + 0.5 (f − 2), residuals −1, 0.5, 0.5 → mean square 0.5
+    scaled = active.error_model(f, [0, 1, 2], [1.0, 3.0, 2.0], uncertainty=[1.0, 2.0, 3.0, None])
+    assert scaled.predictor == "prior"
+    all_squares = np.append(square, square.mean())
+    assert scaled.error == pytest.approx(np.sqrt(all_squares / all_squares.mean() * 0.5))
+    # an uncertainty that is the same everywhere says nothing: no predictor
+    assert active.error_model(f, [], [], uncertainty=[1.0] * 4).predictor == "none"
+
+
+def test_bernoulli_predictor_is_the_judges_own_spread_at_any_number_of_labels():
+    # a probability f whose uncertainty is sqrt(f(1 − f)): ê = u, before labels and after (no
+    # α + β u² fitted), scaled to the labels' root mean squared residual once there are 3
+    rng = np.random.default_rng(3)
+    f = rng.beta(0.5, 2.0, 40)
+    u = np.sqrt(f * (1 - f))
+    model = active.error_model(f, [], [], uncertainty=u)
+    assert model.predictor == "bernoulli" and model.params["floor"] == 0.0
+    rms = np.sqrt(np.mean(u ** 2))
+    assert model.error == pytest.approx(np.maximum(u, active.FLOOR * rms))
+    y = (rng.random(40) < f).astype(float)
+    labelled = list(range(30))  # 30 labels: the "prior" judge would be fitted by now
+    fitted = active.error_model(f, labelled, y[:30], uncertainty=u)
+    assert fitted.predictor == "bernoulli"
+    slope = np.cov(f[:30], y[:30])[0, 1] / np.var(f[:30], ddof=1)
+    residual = y[:30] - (y[:30].mean() + slope * (f[:30] - f[:30].mean()))
+    scale = np.sqrt(np.mean(residual ** 2)) / rms
+    assert fitted.params["scale"] == pytest.approx(scale)
+    assert fitted.error == pytest.approx(np.maximum(u * scale, active.FLOOR * rms * scale))
+    # an uncertainty off the Bernoulli spread is not one: the floored prior, then the fit
+    other = u * 1.1
+    assert active.error_model(f, [], [], uncertainty=other).predictor == "prior"
+    assert active.error_model(f, labelled, y[:30], uncertainty=other).predictor == "uncertainty"

@@ -24,7 +24,7 @@ def test_every_unit_is_in_one_wave_and_each_system_splits_evenly():
     assert active_handout.assign_waves(units, seed=4) != waves
 
 
-def test_wave_one_is_uniform_and_later_waves_follow_the_predicted_error():
+def test_wave_one_without_an_uncertainty_is_uniform_and_later_waves_follow_the_error():
     rng = np.random.default_rng(5)
     f = rng.normal(size=80)
     pool = [active_handout.PoolUnit(k, "A", float(f[k])) for k in range(80)]
@@ -32,6 +32,7 @@ def test_wave_one_is_uniform_and_later_waves_follow_the_predicted_error():
     first = active_handout.plan_wave(pool, waves, wave=1, budget=20, seed=9)
     assert {d.key for d in first} == {k for k, w in waves.items() if w == 1}
     assert all(d.pi == pytest.approx(20 / 80) for d in first)
+    assert all(d.predicted_error is None and d.predictor == "none" for d in first)
     assert first == active_handout.plan_wave(pool, waves, wave=1, budget=20, seed=9)
     # labels of the units of waves 1, 3 and 4 (60): the evaluator is badly wrong where f > 0.8
     y = {k: f[k] + (3.0 if f[k] > 0.8 else 0.1) * (-1) ** k for k in range(80)}
@@ -56,6 +57,34 @@ def test_wave_one_is_uniform_and_later_waves_follow_the_predicted_error():
            for u in pool]
     assert len({round(d.pi, 9) for d in active_handout.plan_wave(few, waves, wave=2,
                                                                  budget=20, seed=9)}) == 1
+
+
+@pytest.mark.parametrize("kind", ["prior", "bernoulli"])
+def test_wave_one_of_a_judge_reporting_its_uncertainty_follows_it(kind):
+    # 80 units of one system and 40 of another, no label yet: wave 1's π of each system is
+    # inclusion_probabilities of the prior ê (error_model with no label) over its wave-1 units,
+    # the wave spending 30 × (its units) / 120; not uniform
+    rng = np.random.default_rng(8)
+    f = rng.uniform(0.02, 0.98, 120) if kind == "bernoulli" else rng.normal(size=120)
+    u = np.sqrt(f * (1 - f)) if kind == "bernoulli" else np.exp(rng.uniform(-1, 1, 120))
+    group = ["A" if k < 80 else "B" for k in range(120)]
+    pool = [active_handout.PoolUnit(k, group[k], float(f[k]), None, float(u[k]))
+            for k in range(120)]
+    waves = active_handout.assign_waves([(g, k) for k, g in enumerate(group)], seed=2)
+    first = {d.key: d for d in active_handout.plan_wave(pool, waves, wave=1, budget=30, seed=4)}
+    assert set(first) == {k for k, w in waves.items() if w == 1}
+    for name, keys in (("A", range(80)), ("B", range(80, 120))):
+        keys = list(keys)
+        model = active.error_model(f[keys], [], [], uncertainty=u[keys])
+        assert model.predictor == kind
+        chunk = [i for i, k in enumerate(keys) if waves[k] == 1]
+        expected = active.inclusion_probabilities(model.error[chunk], 30 * len(chunk) / 120)
+        assert [first[keys[i]].pi for i in chunk] == pytest.approx(list(expected))
+        assert [first[keys[i]].predicted_error for i in chunk] == pytest.approx(
+            list(model.error[chunk]))
+        assert {first[keys[i]].predictor for i in chunk} == {kind}
+        assert max(expected) > 1.5 * min(expected), name  # not uniform
+    assert sum(d.pi for d in first.values()) == pytest.approx(30 * len(first) / 120)
 
 
 def test_an_unscored_unit_gets_the_largest_predicted_error():
@@ -121,23 +150,28 @@ def test_a_difference_pools_both_systems_per_dialogue():
 
 
 def simulate_study(rng, *, systems=("A", "B"), dialogues=100, turns=2, budget=90,
-                   effect=0.0):
+                   effect=0.0, reports=False):
     """One simulated study through the handout's pure path: per system a pool of
     DIALOGUES × TURNS units (Y = q + noise with a dialogue effect, a judge f = q + e whose error
-    is large on 30% of units), split into waves; each wave planned by `plan_wave` from the
-    labels of the waves before, its drawn units then labelled. Returns each system's
-    IPWResult and its population mean."""
+    is large on 30% of units; with REPORTS it states a noisy version of its error sd, so wave 1
+    already follows it), split into waves; each wave planned by `plan_wave` from the labels of
+    the waves before, its drawn units then labelled. Returns each system's IPWResult and its
+    population mean."""
     pools, truth, y_all, clusters = [], {}, {}, {}
     for s, system in enumerate(systems):
         dialogue = np.repeat(rng.normal(0, 0.5, dialogues), turns)
         q = rng.normal(size=dialogues * turns) + dialogue + effect * s
         y = q + rng.normal(0, 0.5, q.size)
         hard = rng.random(q.size) < 0.3
-        f = q + rng.normal(size=q.size) * np.where(hard, 2.0, 0.25)
+        sd = np.where(hard, 2.0, 0.25)
+        f = q + rng.normal(size=q.size) * sd
+        u = sd * np.exp(rng.normal(0, 0.5, q.size)) if reports else [None] * q.size
         truth[system] = effect * s
         for k in range(q.size):
             key = (system, k)
-            pools.append(active_handout.PoolUnit(key, system, float(f[k])))
+            pools.append(active_handout.PoolUnit(key, system, float(f[k]),
+                                                 uncertainty=None if u[k] is None
+                                                 else float(u[k])))
             y_all[key] = float(y[k])
             clusters[key] = (k // turns)
     seed = int(rng.integers(1 << 30))
@@ -146,7 +180,7 @@ def simulate_study(rng, *, systems=("A", "B"), dialogues=100, turns=2, budget=90
     for number in range(1, active_handout.WAVES + 1):
         pool = [active_handout.PoolUnit(u.key, u.group, u.score,
                                         y_all[u.key] if draws.get(u.key, (0, False))[1]
-                                        else None) for u in pools]
+                                        else None, u.uncertainty) for u in pools]
         for d in active_handout.plan_wave(pool, waves, wave=number, budget=budget * len(
                 systems), seed=seed + number):
             draws[d.key] = (d.pi, d.drawn)
@@ -160,14 +194,16 @@ def simulate_study(rng, *, systems=("A", "B"), dialogues=100, turns=2, budget=90
     return results, truth
 
 
-def test_the_waves_interval_covers_at_95_percent():
+@pytest.mark.parametrize("reports", [False, True], ids=["quantiles", "reported_uncertainty"])
+def test_the_waves_interval_covers_at_95_percent(reports):
     """400 simulated studies of two systems (200 turns in 100 dialogues each, 90 labels each in
-    expectation, four waves): the 95% interval of each system's mean and of their difference
-    covers the truth 0.95 ± 0.03 of the time, and the estimate is unbiased."""
-    rng = np.random.default_rng(2026)
+    expectation, four waves; the judge reporting its uncertainty or not): the 95% interval of
+    each system's mean and of their difference covers the truth 0.95 ± 0.03 of the time, and
+    the estimate is unbiased."""
+    rng = np.random.default_rng(2026 + reports)
     hits, difference_hits, errors, labels = [], [], [], []
     for _ in range(400):
-        results, truth = simulate_study(rng, effect=0.3)
+        results, truth = simulate_study(rng, effect=0.3, reports=reports)
         for system, result in results.items():
             est = result.estimate
             hits.append(est.ci_low <= truth[system] <= est.ci_high)
