@@ -65,10 +65,14 @@ lint: install
 ## waits on browsers, worker processes and PostgreSQL), at most 8; a test file's
 ## tests stay in one process (--dist loadfile: a module's real worker starts once), files handed
 ## out in collection order, the slowest first (tests/conftest.py SLOW_FIRST; xdist would
-## otherwise hand out the files with the most tests first and the one-test slow files last)
+## otherwise hand out the files with the most tests first and the one-test slow files last).
+## Each process computes on one thread (torch, OpenMP, OpenBLAS): with more
+## processes than cores, a second thread per process only waits for a core, and OpenMP's
+## waiting threads spin (docs/performance.md, "Test suite time").
 TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 1 < 8 ? n + 1 : 8 )))
 test: install browser lint
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 clean:
 	rm -rf $(VENV) var

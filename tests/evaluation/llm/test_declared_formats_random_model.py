@@ -14,6 +14,7 @@ stays within it.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,8 +55,11 @@ from tests.evaluation.llm.test_debate import FACTOR_RESULTS
 from tests.evaluation.llm.test_responders import CONTEXT
 from tests.evaluation.llm.tiny_models import char_level_gpt2
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
+# Skipped without torch and transformers, looked up without importing them (seconds, in every
+# test process that collects this file).
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("torch", "transformers")),
+    reason="needs torch and transformers")
 pytest.importorskip("lmformatenforcer")
 
 LOG_TURNS = tuple((t["role"], t["text"]) for t in REALISTIC_LOG["turns"])

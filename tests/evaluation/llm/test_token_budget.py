@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 
-from litellm.litellm_core_utils.default_encoding import encoding
-
 from evaluation.lib.llm.core_debate import run_debate
 from evaluation.lib.llm.core_factors import score_factors
 from evaluation.lib.llm.core_rubrics import DEBATE_ROLES
@@ -27,6 +25,9 @@ STATEMENT_WORDS = 110  # ≈ 150 BPE tokens
 
 
 def bpe_tokens(text: str) -> int:
+    # litellm's own tokenizer, imported here: litellm takes seconds to import at collection
+    from litellm.litellm_core_utils.default_encoding import encoding
+
     return len(encoding.encode(text))
 
 

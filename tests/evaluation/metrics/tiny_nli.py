@@ -1,13 +1,5 @@
 """A tiny DeBERTa-v2 NLI model built on the spot, so tests never download weights."""
 
-import torch
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import (
-    DebertaV2Config,
-    DebertaV2ForSequenceClassification,
-    PreTrainedTokenizerFast,
-)
-
 from evaluation.lib.metrics.entailment import find_entailment_index
 
 WORDS = (
@@ -19,6 +11,16 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 
 def build_tiny_nli(directory, id2label, entailment_bias=0.0):
     """Save a 1-layer DeBERTa-v2 classifier and a word-level tokenizer to ``directory``."""
+    # Imported here: torch and transformers take seconds to import, and every test process
+    # collects the modules that import this one.
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import (
+        DebertaV2Config,
+        DebertaV2ForSequenceClassification,
+        PreTrainedTokenizerFast,
+    )
+
     vocab = {token: index for index, token in enumerate(SPECIALS + WORDS)}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
