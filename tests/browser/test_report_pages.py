@@ -14,6 +14,7 @@ from tests.annotation.test_report import label_all, score_file
 from tests.browser.conftest import screenshot
 from tests.browser.test_annotation_forms import log_in
 from tests.evaluation.formats.public_data import dataset
+from tests.support.broker import unreachable_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -118,8 +119,13 @@ def test_crs_arena_eval_report_and_public_metric_leaderboard(page, live_server, 
 
 def test_ab_redial_report_shows_agreement_with_intervals_and_leave_one_out(page, live_server,
                                                                            staff):
-    _, study, _ = public_dataset_import(name="ab_redial", path=dataset("ab_redial"),
-                                        author=staff)
+    # The report's human agreement only: the import's worker jobs (the embedding baseline over
+    # every ReDial answer, 36 s of CPU, and the trust refreshes) are not sent; the CRSArena-Eval
+    # test above and tests/annotation/test_reference_free_import.py run them.
+    with unreachable_broker():
+        _, study, summary = public_dataset_import(name="ab_redial", path=dataset("ab_redial"),
+                                                  author=staff)
+    assert summary["embedding_job"] is None
     log_in(page, live_server, staff)
     page.goto(f"/studies/{study.slug}/report/")
     rows = page.locator("#table-agreement_headline tbody tr")
