@@ -151,17 +151,20 @@ def embedding_records(dialogues: dict[str, dict], turns: Sequence[TurnUnit],
                       dialogue_units: Sequence[DialogueUnit], encoder: Encoder,
                       progress=None, batch: int = 256) -> list[dict]:
     """The embedding metric's records, like `lexical_records`; PROGRESS(done, total) is called
-    after every BATCH answers (the encoder takes most of the time)."""
+    after every BATCH texts encoded, in answers (the encoder takes most of the time).
+
+    Every distinct text is encoded once, shortest first: a batch is padded to its longest
+    text, so texts of like length together cost half the tokens of CRSArena-Eval's answers
+    batched in dialogue order (75,692 against 145,832 for 62,858 real ones)."""
     pairs = [(base, person, answer) for base, answer, _, person
              in _answers(dialogues, turns, dialogue_units) if answer.strip() and person.strip()]
-    values: list[tuple[dict, str, float]] = []
-    for start in range(0, len(pairs), batch):
-        chunk = pairs[start:start + batch]
-        people = encoder.encode([person for _, person, _ in chunk])
-        answers = encoder.encode([answer for _, _, answer in chunk])
-        similarity = np.einsum("ij,ij->i", people, answers)
-        values += [(base, EMBEDDING_METRIC, float(s))
-                   for (base, _, _), s in zip(chunk, similarity, strict=True)]
+    texts = sorted(dict.fromkeys(text for _, person, answer in pairs for text in (person, answer)),
+                   key=len)
+    vectors: dict[str, np.ndarray] = {}
+    for start in range(0, len(texts), batch):
+        chunk = texts[start:start + batch]
+        vectors.update(zip(chunk, encoder.encode(chunk), strict=True))
         if progress is not None:
-            progress(start + len(chunk), len(pairs))
-    return _unit_means(values)
+            progress(len(pairs) * len(vectors) // len(texts), len(pairs))
+    return _unit_means((base, EMBEDDING_METRIC, float(np.dot(vectors[person], vectors[answer])))
+                       for base, person, answer in pairs)

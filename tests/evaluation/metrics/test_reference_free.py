@@ -44,7 +44,9 @@ def test_turn_and_dialogue_units():
     progress = []
     records = rf.lexical_records(*units) + rf.embedding_records(
         *units, Letters(), progress=lambda done, total: progress.append((done, total)), batch=2)
-    assert progress == [(2, 3), (3, 3)]  # the turn, then the dialogue's two answers
+    # in answers (the turn, then the dialogue's two: 3), as its 4 distinct texts are encoded two
+    # at a time: 3 × 2 // 4 = 1 after the first two texts, all 3 after the last two
+    assert progress == [(1, 3), (3, 3)]
     by = {(r["unit_type"], r["metric"]): r["value"] for r in records}
     assert by[("turn", "length")] == 3  # then bean there
     assert by[("turn", "context_overlap")] == 0  # none of its words came before
