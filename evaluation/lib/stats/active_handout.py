@@ -49,9 +49,8 @@ from scipy import stats
 from evaluation.lib.stats import active
 from evaluation.lib.stats.clustered import (
     DEFAULT_CONFIDENCE,
-    better_from_tests,
     cluster_mean,
-    tie_aware_ranks,
+    ranked_by_pairwise_tests,
 )
 from evaluation.lib.stats.results import Estimate, RankedSystem
 
@@ -298,26 +297,7 @@ def ipw_ranking(systems: Mapping[str, IPWResult], *, higher_is_better: bool = Tr
                 confidence: float = DEFAULT_CONFIDENCE) -> list[RankedSystem]:
     """Tie-aware ranks on the active-inference means: 1 + the systems significantly better
     (Holm over all pairs); systems without an estimate have no rank."""
-    names = [name for name, result in systems.items() if result.estimate.value is not None]
-    size = len(names)
-    difference = np.zeros((size, size))
-    p_value = np.full((size, size), np.nan)
-    for i in range(size):
-        for j in range(i + 1, size):
-            test = ipw_difference(systems[names[j]], systems[names[i]], confidence=confidence)
-            difference[i, j], difference[j, i] = test.value, -test.value
-            p_value[i, j] = p_value[j, i] = test.params["p_value"]
-    better = better_from_tests(difference, p_value, higher_is_better=higher_is_better,
-                               alpha=1.0 - confidence)
-    rank = tie_aware_ranks(better)
-
-    def ranked(estimate: Estimate) -> Estimate:
-        return Estimate(estimate.value, estimate.ci_low, estimate.ci_high, n=estimate.n,
-                        method=RANK_METHOD, undefined_reason=estimate.undefined_reason,
-                        params=estimate.params)
-    rows = [RankedSystem(name, ranked(systems[name].estimate), int(rank[i]),
-                         tuple(names[j] for j in np.flatnonzero(better[i])))
-            for i, name in enumerate(names)]
-    rows += [RankedSystem(name, ranked(result.estimate), None)
-             for name, result in systems.items() if name not in names]
-    return sorted(rows, key=lambda row: (row.rank is None, row.rank or 0, row.system))
+    return ranked_by_pairwise_tests(
+        {name: result.estimate for name, result in systems.items()},
+        lambda a, b: ipw_difference(systems[a], systems[b], confidence=confidence),
+        method=RANK_METHOD, higher_is_better=higher_is_better, confidence=confidence)

@@ -24,7 +24,7 @@ Pure numpy/scipy: nothing here imports Django.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy import special, stats
@@ -307,6 +307,39 @@ def better_from_tests(
 def tie_aware_ranks(better: np.ndarray) -> np.ndarray:
     """Rank = 1 + number of systems significantly better (ties share a rank)."""
     return 1 + np.asarray(better, dtype=bool).sum(axis=1)
+
+
+def ranked_by_pairwise_tests(estimates: Mapping[str, Estimate],
+                             test: Callable[[str, str], Estimate], *, method: str,
+                             higher_is_better: bool = True,
+                             confidence: float = DEFAULT_CONFIDENCE) -> list[RankedSystem]:
+    """Tie-aware ranks of the systems of ESTIMATES: TEST(a, b) estimates a − b with its
+    params["p_value"]; a system's rank is 1 + the systems significantly better, Holm over all
+    pairs at 1 − CONFIDENCE; its estimate is shown under METHOD. Systems without an estimate
+    have no rank. Sorted by rank, then name."""
+    names = [name for name, estimate in estimates.items() if estimate.value is not None]
+    size = len(names)
+    difference = np.zeros((size, size))
+    p_value = np.full((size, size), np.nan)
+    for i in range(size):
+        for j in range(i + 1, size):
+            pair = test(names[j], names[i])
+            difference[i, j], difference[j, i] = pair.value, -pair.value
+            p_value[i, j] = p_value[j, i] = pair.params["p_value"]
+    better = better_from_tests(difference, p_value, higher_is_better=higher_is_better,
+                               alpha=1.0 - confidence)
+    rank = tie_aware_ranks(better)
+
+    def shown(estimate: Estimate) -> Estimate:
+        return Estimate(estimate.value, estimate.ci_low, estimate.ci_high, n=estimate.n,
+                        method=method, undefined_reason=estimate.undefined_reason,
+                        params=estimate.params)
+    rows = [RankedSystem(name, shown(estimates[name]), int(rank[i]),
+                         tuple(names[j] for j in np.flatnonzero(better[i])))
+            for i, name in enumerate(names)]
+    rows += [RankedSystem(name, shown(estimate), None)
+             for name, estimate in estimates.items() if name not in names]
+    return sorted(rows, key=lambda row: (row.rank is None, row.rank or 0, row.system))
 
 
 # --- records for one mean, one difference, a leaderboard ---------------------------------------

@@ -50,11 +50,10 @@ from scipy import stats
 
 from evaluation.lib.stats.clustered import (
     DEFAULT_CONFIDENCE,
-    better_from_tests,
     cluster_mean,
     effective_df,
+    ranked_by_pairwise_tests,
     t_quantile,
-    tie_aware_ranks,
     variance_shares,
 )
 from evaluation.lib.stats.results import Estimate, RankedSystem
@@ -252,31 +251,10 @@ def anchored_ranking(systems: Mapping[str, Anchored], *, higher_is_better: bool 
     """Tie-aware ranks on the PPI++ means ("human-anchored ranking"): 1 + the number of systems
     significantly better, Holm over all pairs; systems without an estimate have no rank.
     Sorted by rank, then name."""
-    names = [name for name, result in systems.items() if result.ppi.value is not None]
-    size = len(names)
-    difference = np.zeros((size, size))
-    p_value = np.full((size, size), np.nan)
-    for i in range(size):
-        for j in range(i + 1, size):
-            test = anchored_difference(systems[names[j]], systems[names[i]],
-                                       confidence=confidence)
-            difference[i, j], difference[j, i] = test.value, -test.value
-            p_value[i, j] = p_value[j, i] = test.params["p_value"]
-    better = better_from_tests(difference, p_value, higher_is_better=higher_is_better,
-                               alpha=1.0 - confidence)
-    rank = tie_aware_ranks(better)
-    ranked = [RankedSystem(name, _ranked(systems[name].ppi),
-                           int(rank[i]), tuple(names[j] for j in np.flatnonzero(better[i])))
-              for i, name in enumerate(names)]
-    ranked += [RankedSystem(name, _ranked(result.ppi), None)
-               for name, result in systems.items() if name not in names]
-    return sorted(ranked, key=lambda row: (row.rank is None, row.rank or 0, row.system))
-
-
-def _ranked(estimate: Estimate) -> Estimate:
-    return Estimate(estimate.value, estimate.ci_low, estimate.ci_high, n=estimate.n,
-                    method=RANK_METHOD, undefined_reason=estimate.undefined_reason,
-                    params=estimate.params)
+    return ranked_by_pairwise_tests(
+        {name: result.ppi for name, result in systems.items()},
+        lambda a, b: anchored_difference(systems[a], systems[b], confidence=confidence),
+        method=RANK_METHOD, higher_is_better=higher_is_better, confidence=confidence)
 
 
 def keep_labelled_share(keys: Sequence[Hashable], fraction: float, seed: int) -> set:
