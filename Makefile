@@ -8,6 +8,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # pip, migrate and load_demo print a line at least every 10 s (scripts/heartbeat.py)
 HEARTBEAT := $(PYTHON) scripts/heartbeat.py
+# Python caches the project's compiled modules (__pycache__/, ignored by git) even where the
+# environment says not to: each of the test run's Python processes would otherwise compile the
+# project and its tests again (docs/performance.md, "Test suite time").
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test install lint worker web migrate demo browser clean
 
