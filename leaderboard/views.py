@@ -576,10 +576,11 @@ def submission_detail(request, uuid):
 
 
 def submission_status(request, uuid):
-    """The polled fragment: progress while the run works, then its result (and publish)."""
+    """The polled fragment: progress while the run works, then its result (and publish). The
+    answer to an upload polls with ?fresh=1, so that its heading still says what was stored."""
     submission = get_submission_for_user(request.user, uuid)
     return render(request, "leaderboard/_submission_status.html",
-                  _status_context(request, submission))
+                  _status_context(request, submission, fresh=request.GET.get("fresh") == "1"))
 
 
 @login_required

@@ -76,9 +76,12 @@ def test_a_valid_file_shows_progress_then_results_and_a_publish_button(
     assert len(queued) == 1
     with django_capture_on_commit_callbacks(execute=True):
         queued[0]()  # the worker (eager in tests) plans the run; its chunks and final task follow
-    html = client.get(reverse("leaderboard:submission_status", args=[submission.uuid]),
-                      HTTP_HX_REQUEST="true").content.decode()
+    poll = reverse("leaderboard:submission_status", args=[submission.uuid]) + "?fresh=1"
+    assert f'hx-get="{poll}"' in response.content.decode()  # the upload's answer polls as fresh
+    html = client.get(poll, HTTP_HX_REQUEST="true").content.decode()
     assert 'data-status="succeeded"' in html and "publish-button" in html
+    # the heading still says what was stored once the run is done; the quota line is not resent
+    assert "Valid file: 4 lines stored" in html and "hx-swap-oob" not in html
     assert "hx-trigger" not in html  # polling stops
     assert ">0.750</a>" in html  # recall@1
     stored = stored_files(media_root)
