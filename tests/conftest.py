@@ -141,14 +141,29 @@ def leaderboard_world(db, tiny_benchmark, researcher, settings, tmp_path):
 # while the other process has nothing left to do. (Without --no-loadscope-reorder xdist hands
 # out the files with the most tests first, and these one-test files last.) Durations: pytest's
 # --durations report.
-SLOW_FIRST = (
-    "tests/leaderboard/test_api_schemathesis.py",
+SLOW_FIRST = (  # every file over about 15 s, the longest first (2 cores, 3 processes)
     "tests/browser/test_report_pages.py",
-    "tests/evaluation/arena/test_on_sqlite.py",
-    "tests/annotation/test_active_handout.py",  # its hand-out tests again on SQLite
+    "tests/browser/test_accessibility.py",
     "tests/evaluation/test_run_workers.py",
+    "tests/test_on_sqlite.py",  # the arena's and the hand-out's tests again on SQLite
+    "tests/leaderboard/test_calibration.py",
+    "tests/leaderboard/test_api_schemathesis.py",
+    "tests/leaderboard/test_arena_pages.py",
+    "tests/annotation/test_active_handout.py",
+    "tests/browser/test_annotation_forms.py",
+    "tests/evaluation/stats/test_category_test.py",
     "tests/test_reads_never_write.py",
+    "tests/evaluation/test_demo_generator.py",
+    "tests/evaluation/arena/test_adaptive_pairing.py",
+    "tests/evaluation/test_baselines.py",
+    "tests/annotation/test_import_public.py",
+    "tests/evaluation/llm/test_declared_formats_random_model.py",
     "tests/annotation/test_bench_annotation.py",
+    "tests/evaluation/test_migrations.py",
+    "tests/test_settings.py",
+    "tests/browser/test_demo_trust_row.py",
+    "tests/browser/test_log_upload_flow.py",
+    "tests/browser/test_leaderboard.py",
     "tests/test_url_access.py",
 )
 

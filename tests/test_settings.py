@@ -147,3 +147,10 @@ def test_more_parallel_test_processes_than_redis_databases_are_refused(tmp_path)
                     PYTEST_XDIST_WORKER_COUNT="17")
     assert result.returncode != 0
     assert "PYTEST_XDIST_WORKER_COUNT=17: at most 16 test processes" in result.stderr
+
+
+def test_every_file_the_parallel_run_starts_first_exists():
+    from tests.conftest import SLOW_FIRST
+
+    root = Path(__file__).resolve().parent.parent
+    assert [path for path in SLOW_FIRST if not (root / path).is_file()] == []

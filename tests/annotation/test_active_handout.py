@@ -6,21 +6,17 @@ evaluator metric `quality` that scored every item: setting the policy (each bad 
 on its own field, nothing stored), the waves (wave 1 uniform, later ones active, each drawn
 item's π and wave stored; wave 1 active too when the judge stored its uncertainty), the handout
 (only drawn items, the next wave once the last is labelled, two annotators at once at a wave's
-end), the weighted report against a hand computation, the exports, and the same tests on
-SQLite."""
+end), the weighted report against a hand computation, the exports. The two hand-out tests run
+again on SQLite (tests/test_on_sqlite.py)."""
 
 import copy
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
@@ -473,22 +469,3 @@ def test_annotators_asking_at_once_at_a_waves_end_get_one_new_wave_and_distinct_
     for item in StudyItem.objects.filter(study=study):
         held = Assignment.objects.filter(item=item, status__in=["active", "submitted"]).count()
         assert held <= item.target_labels
-
-
-@pytest.mark.slow
-def test_the_active_handout_tests_pass_on_sqlite(tmp_path):
-    """The hand-out's lock (the study row) on SQLite, the default install's database: this
-    module's hand-out tests (drawn items only, annotators at once at a wave's end) run again in
-    a child pytest on a fresh SQLite file. (The hand-out is ORM code, no hand-written SQL: the
-    settings, report and export tests need no second database.)"""
-    if connection.vendor == "sqlite":
-        pytest.skip("this run is on SQLite already")
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'handout.sqlite3'}",
-           "CONCORD_VAR_DIR": str(tmp_path / "var")}
-    child = subprocess.run(
-        [sys.executable, "-m", "pytest", __file__, "-x", "-q", "-p", "no:cacheprovider",
-         "-k", "handed_out_wave_by_wave or asking_at_once",
-         "-W", "ignore::pytest.PytestUnraisableExceptionWarning"],
-        env=env, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=800)
-    assert child.returncode == 0, child.stdout[-6000:] + child.stderr[-2000:]
-    assert " passed" in child.stdout and " skipped" not in child.stdout

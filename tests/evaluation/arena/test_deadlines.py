@@ -2,7 +2,7 @@
 trickles its answer fails its side within its timeout, one whose answer is hostile fails its
 side with the precise kind, the other side's answer stands, and the person can ask the failed
 system again. Real HTTP servers on 127.0.0.1; this module also runs on SQLite
-(test_on_sqlite.py)."""
+(tests/test_on_sqlite.py)."""
 
 import time
 
