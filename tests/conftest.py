@@ -14,6 +14,41 @@ PASSWORD = "pw-for-tests-123"
 WSGIRequestHandler.disable_nagle_algorithm = True
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(request, django_test_environment, django_db_blocker, django_db_use_migrations,
+                    django_db_keepdb, django_db_createdb, django_db_modify_db_settings):
+    """pytest-django's fixture, but on PostgreSQL each parallel test process copies its database
+    from a template migrated once per run (tests/support/databases.py)."""
+    from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _disable_migrations, _get_databases_for_setup
+
+    from tests.support import databases
+
+    if not django_db_use_migrations:  # --nomigrations: pytest-django's own path
+        _disable_migrations()
+    keepdb = django_db_keepdb and not django_db_createdb
+    aliases, serialized = _get_databases_for_setup(request.session.items)
+    verbosity = request.config.option.verbose
+    if aliases != {"default"} or not django_db_use_migrations or not databases.clones(
+            connection, keepdb=keepdb, serialized=bool(serialized)):
+        with django_db_blocker.unblock():
+            config = setup_databases(verbosity=verbosity, interactive=False, aliases=aliases,
+                                     serialized_aliases=serialized, keepdb=keepdb)
+            databases.HOW.update({alias: "migrated" for alias in aliases})
+        yield
+        if not keepdb:
+            with django_db_blocker.unblock():
+                teardown_databases(config, verbosity=verbosity)
+        return
+    with django_db_blocker.unblock():
+        original = databases.clone_test_database(connection, verbosity=verbosity)
+    yield
+    with django_db_blocker.unblock():
+        databases.drop_template(connection)
+        connection.creation.destroy_test_db(original, verbosity=verbosity)
+
+
 def _user(username, *roles, staff=False):
     # Imported here so that pure-computation tests run without Django (-p no:django).
     from django.contrib.auth.models import Group, User

@@ -154,3 +154,24 @@ def test_every_file_the_parallel_run_starts_first_exists():
 
     root = Path(__file__).resolve().parent.parent
     assert [path for path in SLOW_FIRST if not (root / path).is_file()] == []
+
+
+@pytest.mark.django_db
+def test_each_parallel_process_on_postgresql_copies_the_runs_migrated_template():
+    from django.db import connection
+
+    from tests.support import databases
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if connection.vendor != "postgresql" or worker is None:
+        pytest.skip("only parallel processes on PostgreSQL copy a template")
+    assert databases.HOW == {"default": "cloned"}
+    assert connection.settings_dict["NAME"].endswith(f"_{worker}")
+    # the copy holds what the migrations wrote: the migrations and their rows (the roles)
+    from django.contrib.auth.models import Group
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from core.roles import RESEARCHER
+
+    assert MigrationRecorder.Migration.objects.filter(app="evaluation").count() > 10
+    assert Group.objects.filter(name=RESEARCHER).exists()
