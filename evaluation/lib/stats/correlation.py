@@ -383,6 +383,78 @@ def rowwise_correlation(matrix: np.ndarray, target: np.ndarray, method: str) -> 
     return np.clip(values, -1.0, 1.0)
 
 
+def rowwise_leave_outs(matrix: np.ndarray, target: np.ndarray, group_of: np.ndarray,
+                       n_groups: int, method: str, *, chunk: int = 2_000_000) -> np.ndarray:
+    """`rowwise_correlation(matrix[:, kept], target[kept])` with each group of columns left out
+    in turn (GROUP_OF: each column's group, 0 … N_GROUPS − 1; a group may have no column here),
+    for Pearson and Spearman: one row per group, one column per row of MATRIX. No loop over the
+    groups: a leave-out's sums are over the kept columns of whole arrays, and its ranks are the
+    whole's minus, per value, the left-out values below it and half of those equal to it
+    (average ranks). Spearman's sums are of half-integers, hence exact; Pearson's differ from
+    the loop's in the last bits. CHUNK bounds the size of each groups × columns array."""
+    if method not in ("pearson", "spearman"):
+        raise ValueError("rowwise_leave_outs: pearson or spearman")
+    rows, columns = matrix.shape
+    out = np.full((n_groups, rows), np.nan)
+    if rows == 0 or columns == 0:
+        return out
+    group_of = np.asarray(group_of, dtype=np.intp)
+    kept = columns - np.bincount(group_of, minlength=n_groups)
+    step = max(1, chunk // columns)
+    for start in range(0, n_groups, step):
+        part = slice(start, min(start + step, n_groups))
+        left = group_of[None, :] == np.arange(part.start, part.stop)[:, None]  # chunk x columns
+        keep = (~left).astype(float)
+        n = kept[part]
+        y = _centred_kept(target, left, keep, n, method)
+        yy = np.einsum("gi,gi->g", y, y)
+        undefined = (n < MIN_UNITS) | _constant_when_left_out(target, group_of, part, kept)
+        for r in range(rows):
+            x = _centred_kept(matrix[r], left, keep, n, method)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values = np.einsum("gi,gi->g", x, y) / np.sqrt(np.einsum("gi,gi->g", x, x) * yy)
+            blank = undefined | _constant_when_left_out(matrix[r], group_of, part, kept)
+            out[part, r] = np.where(blank, np.nan, np.clip(values, -1.0, 1.0))
+    return out
+
+
+def _centred_kept(values: np.ndarray, left: np.ndarray, keep: np.ndarray, n: np.ndarray,
+                  method: str) -> np.ndarray:
+    """Per leave-out (rows of LEFT, True where a column is left out): the kept values (Pearson)
+    or their average ranks among the kept columns (Spearman), minus their mean; 0 where left
+    out."""
+    if method == "pearson":
+        centred = values - values.mean()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.einsum("gi,i->g", keep, centred) / n  # einsum: no BLAS threads
+        return (centred[None, :] - means[:, None]) * keep
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    below = np.searchsorted(sorted_values, values, side="left")
+    upto = np.searchsorted(sorted_values, values, side="right")
+    # the left-out values up to each sorted position; a kept value's rank drops by those below
+    # it and by half of those equal to it: rank − (below + upto) / 2 in these counts
+    counts = np.zeros((left.shape[0], len(values) + 1), dtype=np.int32)
+    np.cumsum(left[:, order], axis=1, out=counts[:, 1:])
+    ranks = (below + upto + 1) / 2.0  # average ranks of the whole
+    shifted = ranks[None, :] - (counts[:, below] + counts[:, upto]) / 2.0
+    shifted -= ((n + 1) / 2.0)[:, None]  # the mean of the ranks 1 … n
+    shifted *= keep
+    return shifted
+
+
+def _constant_when_left_out(values: np.ndarray, group_of: np.ndarray, part: slice,
+                            kept: np.ndarray) -> np.ndarray:
+    """Per group of PART: whether the values kept without it are all equal (ptp 0), exactly:
+    some value must then fill every kept column."""
+    distinct, codes, counts = np.unique(values, return_inverse=True, return_counts=True)
+    constant = np.zeros(part.stop - part.start, dtype=bool)
+    for code in np.flatnonzero(counts >= MIN_UNITS):
+        mine = np.bincount(group_of[codes == code], minlength=len(kept))
+        constant |= (counts[code] - mine[part]) == kept[part]
+    return constant
+
+
 # --- bootstrap CIs and the metric leaderboard ----------------------------------------------
 
 
@@ -486,30 +558,34 @@ def rank_evaluators(
     ).reshape(len(names), len(units))
     statistic = _fast_statistic(method)
     # Each evaluator on the units it scored. Evaluators that scored the same units go together:
-    # Pearson and Spearman all at once (rowwise_correlation), Kendall one by one.
+    # Pearson and Spearman all at once (rowwise_leave_outs), Kendall one by one.
     scored = np.isfinite(columns)
     blocks: dict[bytes, list[int]] = {}
     for e in range(len(names)):
         blocks.setdefault(scored[e].tobytes(), []).append(e)
     together = [(scored[members[0]], np.array(members)) for members in blocks.values()]
 
-    def correlations(indices: np.ndarray) -> np.ndarray:
+    def correlations(indices: np.ndarray) -> np.ndarray:  # Kendall's, one leave-out
         row = np.full(len(names), np.nan)
         for mask, members in together:
             kept = indices[mask[indices]]
-            if method != "kendall":
-                row[members] = rowwise_correlation(columns[members][:, kept], target[kept],
-                                                   method)
-                continue
             for e in members:
                 value = statistic(columns[e, kept], target[kept])
                 row[e] = np.nan if value is None else value
         return row
 
     groups = cluster_groups(_clusters_for(units, clusters), len(units))
-    leave_outs = jackknife_leave_outs(correlations, groups, len(units)).reshape(
-        len(groups), len(names)
-    )
+    if method == "kendall":
+        leave_outs = jackknife_leave_outs(correlations, groups, len(units)).reshape(
+            len(groups), len(names))
+    else:  # every leave-one-dialogue-out at once, block by block (rowwise_leave_outs)
+        group_of = np.empty(len(units), dtype=np.intp)
+        for g, members in enumerate(groups):
+            group_of[members] = g
+        leave_outs = np.full((len(groups), len(names)), np.nan)
+        for mask, members in together:
+            leave_outs[:, members] = rowwise_leave_outs(
+                columns[members][:, mask], target[mask], group_of[mask], len(groups), method)
     points = [correlate(evaluators[name], human, methods=(method,))[method] for name in names]
     defined = [e for e, point in enumerate(points) if point.statistic is not None]
     # Differences are tested on r itself: it is bounded, while atanh(r) jumps to ±infinity

@@ -273,3 +273,42 @@ def test_mean_over_aspects_is_face_all_column_not_the_pooled_correlation():
     ys = [1, 2, 3, 10, 20, 40]
     assert pooled.statistic == pytest.approx(stats.pearsonr(xs, ys).statistic)
     assert pooled.statistic != pytest.approx(mean.statistic)
+
+
+@pytest.mark.parametrize("method", ["spearman", "pearson"])
+def test_leave_one_cluster_out_at_once_equals_the_loop(method):
+    """rowwise_leave_outs (the metric board's jackknife) against the loop it replaces, on
+    designs with ties, single-unit and large dialogues, dialogues absent from a block, a row
+    constant but on one dialogue, and too few units left; in chunks of a few dialogues too."""
+    from evaluation.lib.stats.clustered import cluster_groups, jackknife_leave_outs
+    from evaluation.lib.stats.correlation import rowwise_correlation, rowwise_leave_outs
+
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        units = int(rng.integers(2, 60))
+        clusters = rng.integers(0, int(rng.integers(1, 25)), size=units)
+        matrix = rng.integers(0, int(rng.integers(2, 6)), size=(4, units)).astype(float)
+        matrix[1] = rng.normal(size=units)
+        matrix[2] = 1.0
+        matrix[2, clusters == clusters[0]] = 2.0  # constant without the first unit's dialogue
+        target = rng.integers(0, 4, size=units) + (rng.normal(size=units) if trial % 2 else 0)
+        groups = cluster_groups(list(clusters), units)
+        group_of = np.empty(units, dtype=np.intp)
+        for g, members in enumerate(groups):
+            group_of[members] = g
+        loop = jackknife_leave_outs(
+            lambda idx, m=matrix, t=target: rowwise_correlation(m[:, idx], t[idx], method),
+            groups, units)
+        for chunk in (2_000_000, 3 * units):
+            at_once = rowwise_leave_outs(matrix, target, group_of, len(groups), method,
+                                         chunk=chunk)
+            assert np.array_equal(np.isnan(at_once), np.isnan(loop)), trial
+            if method == "spearman":  # sums of half-integers: the same to the last bit
+                assert np.array_equal(at_once[~np.isnan(loop)], loop[~np.isnan(loop)])
+            else:
+                np.testing.assert_allclose(at_once, loop, rtol=0, atol=1e-12)
+    # a block without some dialogues: those leave nothing out of it
+    group_of = np.array([0, 0, 2, 2, 3, 3])
+    out = rowwise_leave_outs(np.arange(6.0)[None, :] ** 2, np.arange(6.0), group_of, 5, method)
+    whole = rowwise_correlation(np.arange(6.0)[None, :] ** 2, np.arange(6.0), method)
+    assert out[1, 0] == pytest.approx(whole[0], abs=1e-15) and out[4, 0] == out[1, 0]
