@@ -447,7 +447,7 @@ def _constant_when_left_out(values: np.ndarray, group_of: np.ndarray, part: slic
                             kept: np.ndarray) -> np.ndarray:
     """Per group of PART: whether the values kept without it are all equal (ptp 0), exactly:
     some value must then fill every kept column."""
-    distinct, codes, counts = np.unique(values, return_inverse=True, return_counts=True)
+    _, codes, counts = np.unique(values, return_inverse=True, return_counts=True)
     constant = np.zeros(part.stop - part.start, dtype=bool)
     for code in np.flatnonzero(counts >= MIN_UNITS):
         mine = np.bincount(group_of[codes == code], minlength=len(kept))
