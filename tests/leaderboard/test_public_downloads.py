@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from evaluation.lib.formats.bundle import read_bundle
+from evaluation.lib.formats.bundle import Bundle, bundle_files, read_bundle
 from evaluation.lib.formats.errors import FormatError
-from evaluation.lib.formats.public_bundle import HIDDEN_TEXT
+from evaluation.lib.formats.public_bundle import HIDDEN_TEXT, bundle_zip
 from tests.support.bundles import tiny_data, write_tiny
 from tests.support.submissions import tiny_lines
 
@@ -165,6 +165,27 @@ def test_public_bundle_is_a_valid_bundle_with_hidden_contexts(secret_benchmark, 
         "Something with a view.", HIDDEN_TEXT, "Too quiet. Something cheaper?", HIDDEN_TEXT,
         HIDDEN_TEXT]
     assert [t["action"] for t in d3["turns"]][1::2] == ["recommend", "recommend"]
+
+
+def test_the_same_bundle_gives_the_same_zip_at_any_time(monkeypatch, tmp_path):
+    """The stored download and a rebuild match byte for byte, even across a clock tick (a
+    .zip stamps its members in 2 s steps: CI once built the two in different steps)."""
+    import time
+
+    bundle = Bundle(**tiny_data())
+    built = []
+    for now in (1_700_000_000.0, 1_700_003_601.0):  # an hour and a second apart
+        monkeypatch.setattr(time, "time", lambda now=now: now)
+        built.append(bundle_zip(bundle, "tiny-public"))
+    monkeypatch.undo()
+    assert built[0] == built[1]
+    archive = tmp_path / "tiny-public.zip"
+    archive.write_bytes(built[0])
+    with zipfile.ZipFile(archive) as opened:
+        assert {member.date_time for member in opened.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+        assert {member.external_attr >> 16 for member in opened.infolist()} == {0o644}
+        assert {name: opened.read(f"tiny-public/{name}").decode()
+                for name in bundle_files(bundle)} == bundle_files(bundle)
 
 
 def test_benchmark_page_and_api_link_the_downloads(client, secret_benchmark):

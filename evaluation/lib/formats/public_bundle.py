@@ -27,6 +27,9 @@ from evaluation.lib.metrics.suite import evaluated_turn_keys
 
 HIDDEN = "hidden"
 HIDDEN_TEXT = "[hidden: the reference text of this turn is not public]"
+# Every member's time stamp: the earliest a .zip can hold, so the same bundle always gives the
+# same bytes (and the same checksum) whenever it is built.
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 def hidden_context(record: Mapping) -> dict:
@@ -56,9 +59,12 @@ def public_bundle(bundle: Bundle) -> Bundle:
 
 
 def bundle_zip(bundle: Bundle, folder: str) -> bytes:
-    """BUNDLE in canonical form as a .zip holding one folder (what `import_benchmark` reads)."""
+    """BUNDLE in canonical form as a .zip holding one folder (what `import_benchmark` reads),
+    byte for byte the same for the same bundle: no member carries the time it was built."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, text in bundle_files(bundle).items():
-            archive.writestr(f"{folder}/{name}", text)
+            member = zipfile.ZipInfo(f"{folder}/{name}", date_time=ZIP_TIME)
+            member.external_attr = 0o644 << 16  # rw-r--r-- once unpacked
+            archive.writestr(member, text, compress_type=zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
