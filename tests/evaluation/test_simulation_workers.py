@@ -1,8 +1,10 @@
 """A simulation on real Celery workers: batches fan out; a worker process killed with SIGKILL in
 the middle of a batch has its batch redelivered and redone without duplicating a dialogue."""
 
+import itertools
 import os
 import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -33,7 +35,17 @@ def children(pid: int) -> list[int]:
 def test_a_killed_workers_batch_is_redone_without_duplicates(sim_benchmark, researcher,
                                                              tmp_path):
     answer = b'{"response": "Try Harbor Grill.", "ranked_item_ids": ["r1", "r3"]}'
-    with live_server(lambda body: Raw(200, answer, delay=0.4)) as server:
+    # One dialogue at a time, two calls each: call 3 is the second user's first. The system
+    # holds it until the worker is killed, so the kill always lands inside that dialogue (a
+    # timed kill once landed between two users on a loaded machine, and nothing was redone).
+    killed, arrived = threading.Event(), itertools.count(1)
+
+    def system_answer(body):
+        if next(arrived) == 3:
+            killed.wait(30)
+        return Raw(200, answer)
+
+    with live_server(system_answer) as server:
         system = live_system_create(name="Slow CRS", owner=researcher, endpoint=server.url,
                                     max_concurrency=1)
         with celery_worker(settings.CELERY_BROKER_URL, tmp_path) as (_, worker):
@@ -41,14 +53,17 @@ def test_a_killed_workers_batch_is_redone_without_duplicates(sim_benchmark, rese
                                            simulator="template", users=3, turns=2,
                                            batch_size=3, enqueue=True)
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not simulation.dialogues.exists():
-                time.sleep(0.1)
+            while time.monotonic() < deadline and not (
+                    len(server.requests) == 3 and simulation.dialogues.exists()):
+                time.sleep(0.05)
             stored_before = set(simulation.dialogues.values_list("user_id", flat=True))
-            assert 1 <= len(stored_before) < 3, "the batch should be part-way through"
+            assert len(server.requests) == 3 and len(stored_before) == 1, (
+                "the first user should be stored and the second one's first call held")
             pool = children(worker.pid)
             assert pool, "the worker has no pool process"
             for pid in pool:
                 os.kill(pid, signal.SIGKILL)
+            killed.set()
             job = Job.objects.get(pk=simulation.job_id)
             wait_for_job(job, worker, seconds=90)
             log = worker_log(worker)
@@ -60,6 +75,7 @@ def test_a_killed_workers_batch_is_redone_without_duplicates(sim_benchmark, rese
     calls = Counter(r["dialogue_id"] for r in server.requests)
     for user_id in stored_before:  # the system knows the users by their opaque ids
         assert user_id.startswith("u-") and calls[user_id] == 2
-    assert sum(calls.values()) > 6  # the interrupted user was redone
+    # the interrupted user was redone: its held call, then its two calls again
+    assert sorted(calls.values()) == [2, 2, 3] and sum(calls.values()) == 7
     simulation.refresh_from_db()
     assert simulation.run is not None and simulation.report["users"] == 3
