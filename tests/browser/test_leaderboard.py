@@ -88,6 +88,7 @@ def test_upload_progress_publish_then_the_row_is_on_the_leaderboard(page, media,
     assert "nothing was stored" in report.inner_text()
     assert report.locator("tbody tr").first.locator("td").first.inner_text() == "2"
     screenshot(page, "leaderboard-submit-invalid")
+    htmx_settled(page)  # focus moves when the swap has settled, a moment after it shows
     # focus did not drop to the page's top: it is on the report, the next thing to read
     assert page.evaluate("document.activeElement.id") == "submission-result"
 
