@@ -35,9 +35,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 DEFAULT_PERMUTATIONS = 200
 DEFAULT_RESAMPLES = 200
@@ -212,6 +213,13 @@ def _interval(values: np.ndarray, confidence: float) -> dict:
     return {"value": float(point), "ci_low": float(low), "ci_high": float(high)}
 
 
+@cache
+def _threadpools() -> ThreadpoolController:
+    """The process's thread pools, found once: each search scans every loaded library (2 ms;
+    the calibration bench evaluates hundreds of small boards)."""
+    return ThreadpoolController()
+
+
 def meta_evaluate(human: Mapping[Hashable, float], metrics: Mapping[str, Mapping[Hashable,
                                                                                    float]],
                   system_of: Mapping[Hashable, str], cluster_of: Mapping[Hashable, Hashable],
@@ -223,7 +231,7 @@ def meta_evaluate(human: Mapping[Hashable, float], metrics: Mapping[str, Mapping
     bootstrap intervals, and ε. Evaluators scored on the same units share the humans' part (the
     permutations and the resampled dialogues), so a board of many is cheap."""
     # Many small products: BLAS threads would only fight over the cores (5× slower here).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _threadpools().limit(limits=1, user_api="blas"):
         return _meta_evaluate(human, metrics, system_of, cluster_of, n_permutations,
                               n_resamples, confidence, seed)
 
