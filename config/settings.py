@@ -356,8 +356,9 @@ if TEST_PROCESS and CELERY_BROKER_URL:
     os.environ["CELERY_BROKER_URL"] = CELERY_BROKER_URL
 if not CELERY_BROKER_URL:
     # Embedded mode: kombu's filesystem transport lets real worker processes consume
-    # tasks with no broker server running.
-    CELERY_BROKER_URL = "filesystem://"
+    # tasks with no broker server running. The transport ignores the host; naming one keeps
+    # kombu from logging "No hostname was supplied" whenever a process first sends a task.
+    CELERY_BROKER_URL = "filesystem://localhost//"
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)

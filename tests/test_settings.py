@@ -173,3 +173,16 @@ def test_each_parallel_process_on_postgresql_copies_the_runs_migrated_template()
 
     executor = MigrationExecutor(connection)
     assert executor.migration_plan(executor.loader.graph.leaf_nodes()) == []
+
+
+def test_the_embedded_broker_sends_a_task_without_a_warning(tmp_path):
+    """`make run`'s web process used to log kombu's "No hostname was supplied. Reverting to
+    default 'localhost'" the first time it queued a task on the filesystem broker."""
+    send = ("from django.conf import settings; from config.celery import app; "
+            "print(settings.CELERY_BROKER_URL); app.send_task('concord.no-such-task'); "
+            "print('sent')")
+    result = manage("shell", "-v", "0", "-c", send, tmp_path=tmp_path, CELERY_BROKER_URL="",
+                    LOG_LEVEL="INFO")
+    assert result.stdout.split() == ["filesystem://localhost//", "sent"], result.stderr
+    assert "hostname" not in result.stderr, result.stderr
+    assert len(list((tmp_path / "broker" / "queue").iterdir())) == 1  # the message is queued

@@ -16,7 +16,7 @@ from kombu import Connection
 from config.celery import app
 
 ROOT = Path(__file__).resolve().parents[2]
-FILESYSTEM = "filesystem://"
+FILESYSTEM = "filesystem://localhost//"  # settings' embedded default
 
 
 def database_url() -> str:
