@@ -420,6 +420,9 @@ SPECTACULAR_SETTINGS = {
 # Local model weights are never downloaded at run time.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Local weights load in well under a second; their tqdm bar ("Loading weights 0%|…") went to
+# the worker's log, where Celery files a task's stderr as WARNING.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 NLI_MODEL_PATH = env_str("NLI_MODEL_PATH")
 # The default LLM of CoRE, the Trace and PEPPER judges and the LLM baselines (docs/llm.md); a

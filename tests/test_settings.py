@@ -186,3 +186,13 @@ def test_the_embedded_broker_sends_a_task_without_a_warning(tmp_path):
     assert result.stdout.split() == ["filesystem://localhost//", "sent"], result.stderr
     assert "hostname" not in result.stderr, result.stderr
     assert len(list((tmp_path / "broker" / "queue").iterdir())) == 1  # the message is queued
+
+
+def test_model_loading_draws_no_progress_bar_in_the_logs(tmp_path, monkeypatch):
+    """transformers draws "Loading weights 0%|…" unless huggingface_hub's bars are off; the
+    worker's log filed each bar as a WARNING."""
+    show = ("from huggingface_hub.utils import are_progress_bars_disabled; "
+            "print(are_progress_bars_disabled())")
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS")  # set by this process's settings
+    result = manage("shell", "-v", "0", "-c", show, tmp_path=tmp_path)
+    assert result.stdout.split() == ["True"], result.stderr
