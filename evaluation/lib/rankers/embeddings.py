@@ -9,6 +9,7 @@ product) and cached by text for the lifetime of the encoder, i.e. one baseline r
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -54,19 +55,24 @@ class SentenceEncoder:
         self.device = device
         self._model = None
         self._cache: dict[str, np.ndarray] = {}
+        # A worker's warm-up thread and its first task can ask at once: one loads, one waits.
+        self._loading = threading.Lock()
 
     @property
     def model(self):
-        if self._model is None:
-            path = self.model_path or packaged_model_path()
-            try:
-                from sentence_transformers import SentenceTransformer
-
-                self._model = SentenceTransformer(str(path), device=self.device,
-                                                  local_files_only=True)
-            except Exception as exc:  # noqa: BLE001 - any loading failure means "unavailable"
-                raise EmbeddingsUnavailable(f"could not load {path}: {exc}") from exc
+        with self._loading:
+            if self._model is None:
+                self._model = self._load()
         return self._model
+
+    def _load(self):
+        path = self.model_path or packaged_model_path()
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            return SentenceTransformer(str(path), device=self.device, local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - any loading failure means "unavailable"
+            raise EmbeddingsUnavailable(f"could not load {path}: {exc}") from exc
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
