@@ -12,6 +12,7 @@ from evaluation.models import Simulation
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_the_simulation_runs_against_the_bench_server_and_prints_its_figures(
         sim_benchmark, capsys):
     call_command("bench_simulation", benchmark=sim_benchmark.slug, users=2, turns=2,

@@ -103,6 +103,7 @@ def llm_options(server, model: str = MODEL) -> dict:
     return {"model": model, "profile": server.profile}
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     server = llm_server(face_script())
     out = io.StringIO()
@@ -179,7 +180,8 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     # Correlation with the study: held-out dialogues as `face`, trained-on ones as `face:train`.
     report_selectors.cache.clear()
     sets = report_selectors.evaluator_score_sets(benchmark=study.benchmark)
-    assert set(sets) == {"face", "face:train", "reference_free"}  # the import's baselines
+    # and the import's two baselines (the embedding one is its job on commit)
+    assert set(sets) == {"face", "face:train", "reference_free", "reference_free_embedding"}
     dev_units = {key for s in sets["face"] for key in s.values}
     assert {unit[1].split("#")[0] for unit in dev_units} <= set(optimization.dev_dialogues)
     correlation = report_selectors.study_correlation(study=study, evaluator="face")
@@ -222,6 +224,7 @@ def test_optimize_evaluate_correlate(study, llm_server, client, staff):
     assert {s.account.key for s in spends} == {f"user:{staff.pk}"}
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_resume_continues_after_the_last_finished_iteration(study, llm_server):
     server = llm_server(face_script())
     call_command("face_optimize", study=study.slug, aspect="relevance", iterations=1, beam=1,
@@ -247,6 +250,7 @@ def test_resume_continues_after_the_last_finished_iteration(study, llm_server):
     assert 0 < resumed.estimated_tokens < first.estimated_tokens
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_a_server_without_logprobs_is_refused(study, llm_server):
     server = llm_server(face_script(logprobs=False))
     options = llm_options(server, "openai/scripted-face-without-logprobs")
@@ -308,6 +312,7 @@ def garbage_decomposer(request: RecordedRequest):
     return face_script()(request)
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_a_hopeless_run_stops_after_its_first_units(study, llm_server):
     server = llm_server(garbage_decomposer)
     submission = Submission.objects.filter(benchmark=study.benchmark).order_by("pk").first()
@@ -329,6 +334,7 @@ def test_a_hopeless_run_stops_after_its_first_units(study, llm_server):
                for t in FaceTurn.objects.filter(run=run))
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_a_trial_on_a_few_units_with_progress_per_unit(study, llm_server):
     from evaluation.services.llm_runs import llm_run_create
     from evaluation.services.runs import run_process

@@ -115,6 +115,7 @@ def test_the_nine_baselines_become_in_process_live_systems(tiny_benchmark):
     assert set(whole.ranked_item_ids) == {"r1", "r2", "h1", "a1"}
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_the_llm_baselines_answer_live_through_the_gateway(tiny_benchmark, llm_server,
                                                           llm_settings):
     def answer(request):

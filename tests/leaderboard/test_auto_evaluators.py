@@ -127,6 +127,7 @@ def test_staff_configure_an_evaluator_and_bad_choices_store_nothing(log_benchmar
     assert post(client, remove, {}).status_code == 302 and not AutoEvaluator.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_an_upload_within_budget_starts_the_run_through_celery(
         log_benchmark, staff, researcher, mine, server, django_capture_on_commit_callbacks):
     auto_evaluator_save(benchmark=log_benchmark, evaluator="pepper_judge", model=PRICED,
@@ -156,6 +157,7 @@ def test_an_upload_within_budget_starts_the_run_through_celery(
     assert "approve-button" not in page
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_an_estimate_over_the_budget_waits_for_staff_approval(
         log_benchmark, staff, researcher, mine, server, django_capture_on_commit_callbacks):
     auto_evaluator_save(benchmark=log_benchmark, evaluator="pepper_judge", model=PRICED,

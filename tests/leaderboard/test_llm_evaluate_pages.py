@@ -106,7 +106,7 @@ def test_staff_study_authors_and_the_owner_may_start_llm_evaluators(public_log_s
     assert b"run-llm-evaluator" in _client(staff).get(detail).content
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_estimate_then_confirm_queues_the_run_and_a_bad_choice_stores_nothing(
         public_log_submission, author, llm_settings):  # noqa: F811
     url = reverse("leaderboard:submission_evaluate", args=[public_log_submission.uuid])

@@ -28,6 +28,7 @@ def _url(submission) -> str:
     return f"/api/submissions/{submission.uuid}/llm-runs/"
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_the_owner_sees_the_estimate_first_then_starts_the_run(
         log_submission, researcher, llm_settings, django_capture_on_commit_callbacks):  # noqa: F811
     llm_settings.LLM_MODEL = MODEL

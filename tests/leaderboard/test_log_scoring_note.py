@@ -46,6 +46,7 @@ def test_without_an_automatic_evaluator_the_page_says_nothing_will_and_who_can(
     assert "Start one now:" in body and "you see its estimate before anything is spent" in body
 
 
+@pytest.mark.django_db(transaction=True)  # the cache writes from the gateway's threads
 def test_an_automatic_evaluator_starts_by_itself_and_the_page_says_so(
         log_benchmark, staff, researcher, mine, server,  # noqa: F811
         django_capture_on_commit_callbacks):
