@@ -11,6 +11,10 @@ them all (one process, one migration):
 - the active hand-out's lock on the study row (annotation/services/handout.py): drawn items
   only, and annotators asking at once at a wave's end. (The hand-out is ORM code, no
   hand-written SQL: the module's settings, report and export tests need no second database.)
+- one test whose code writes from threads of its own (the LLM gateway's response cache): on
+  SQLite, with one writer, such a test must commit, or the thread waits for the test's open
+  transaction and fails "database is locked" (docs/operations.md, "The suite without
+  PostgreSQL and Redis").
 """
 
 import os
@@ -32,12 +36,14 @@ ON_SQLITE = (
     "test_only_drawn_items_are_handed_out_wave_by_wave_and_each_records_its_pi",
     "tests/annotation/test_active_handout.py::"
     "test_annotators_asking_at_once_at_a_waves_end_get_one_new_wave_and_distinct_items",
+    "tests/evaluation/test_live_systems.py::"
+    "test_the_llm_baselines_answer_live_through_the_gateway",
 )
 LEFT_OUT = "not bench_measures"  # the battle bench: gunicorn on PostgreSQL only
 
 
 @pytest.mark.slow
-def test_the_arena_and_active_handout_tests_pass_on_sqlite(tmp_path):
+def test_the_arena_handout_and_threaded_cache_tests_pass_on_sqlite(tmp_path):
     if connection.vendor == "sqlite":
         pytest.skip("this run is on SQLite already: these tests run on it directly")
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'rerun.sqlite3'}",
